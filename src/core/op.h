@@ -1,0 +1,70 @@
+// The kinds of graph node and their typed parameters.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+namespace strata::core {
+
+/// Every node kind. Adding one forces every switch over Op to handle it (-Werror=switch).
+enum class Op : uint8_t {
+  kNone,       ///< a leaf: weight, input, or cache; no computation
+  kView,       ///< byte-offset view with its own shape and strides
+  kReshape,    ///< same bytes, new shape (source must be contiguous)
+  kPermute,    ///< axes reordered
+  kTranspose,  ///< first two axes swapped
+  kCpy,        ///< copy into a new contiguous tensor, converting type (cont, cast)
+  kGetRows,    ///< gather rows of src0 by I32 indices src1, as F32
+  kMulMat,     ///< dst[m, n] = dot(src0 row m, src1 row n), broadcast over dims 2 and 3
+  kAdd,        ///< src0 + src1, src1 broadcast
+  kMul,        ///< src0 * src1, src1 broadcast
+  kScale,      ///< src0 * s
+  kRmsNorm,    ///< x / sqrt(mean(x^2) + eps) per row
+  kRope,       ///< rotary position embedding; src1 holds I32 positions
+  kSoftMax,    ///< softmax(src0 * scale + mask) per row; src1 optional mask
+  kSilu,       ///< x * sigmoid(x)
+  kSwiglu,     ///< silu(src0) * src1
+  kSetRows,    ///< writes rows of src1 into dst (src0) at I32 row indices src2
+  kArgmax,     ///< index of the largest element of each row, as I32
+  kCount,
+};
+
+inline constexpr int kOpCount = static_cast<int>(Op::kCount);
+
+/// Display name of an op ("mul_mat").
+std::string_view op_name(Op op);
+
+/// True for ops that only reinterpret their source's bytes: never allocated, never computed.
+inline bool is_view_op(Op op) {
+  return op == Op::kView || op == Op::kReshape || op == Op::kPermute || op == Op::kTranspose;
+}
+
+struct NoParams {};
+struct ScaleParams {
+  float scale = 1.0f;
+};
+struct RmsNormParams {
+  float eps = 1e-5f;
+};
+enum class RopeMode : uint8_t {
+  kNormal,  ///< rotates adjacent pairs (x[2i], x[2i+1]): the Llama GGUF layout
+  kNeox,    ///< rotates (x[i], x[i + n_dims/2])
+};
+struct RopeParams {
+  int32_t n_dims = 0;  ///< leading elements of each head that rotate
+  RopeMode mode = RopeMode::kNormal;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  ///< linear position scaling (1 / rope scale factor)
+};
+struct SoftMaxParams {
+  float scale = 1.0f;
+};
+struct PermuteParams {
+  int32_t axes[4] = {0, 1, 2, 3};  ///< source axis i goes to destination axis axes[i]
+};
+
+using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams,
+                              PermuteParams>;
+
+}  // namespace strata::core

@@ -1,0 +1,62 @@
+// Graph-building ops: check arguments, compute the output shape, record the node.
+// Nothing is allocated or computed here. A bad argument is recorded in the Context
+// (see Context::status) and a placeholder tensor is returned.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/context.h"
+#include "core/tensor.h"
+
+namespace strata::core {
+
+using Shape = std::array<int64_t, kMaxDims>;
+using Strides = std::array<size_t, kMaxDims>;
+
+// ---- views: own no memory ----
+
+/// A view of `a`'s bytes starting at `offset` with the given shape and strides.
+Tensor* view(Context& ctx, Tensor* a, Shape ne, Strides nb, size_t offset);
+/// `a` (contiguous) with a new shape of the same element count.
+Tensor* reshape(Context& ctx, Tensor* a, Shape ne);
+/// Axis i of `a` becomes axis axes[i] of the result.
+Tensor* permute(Context& ctx, Tensor* a, std::array<int, kMaxDims> axes);
+/// Swaps the first two axes.
+Tensor* transpose(Context& ctx, Tensor* a);
+
+// ---- compute ops ----
+
+/// A dense copy of `a` in type `type` (a cast when the types differ).
+Tensor* cast(Context& ctx, Tensor* a, Type type);
+/// A dense copy of `a` in its own type.
+Tensor* cont(Context& ctx, Tensor* a);
+/// Rows of `table` ([n, rows, b2, b3], any computable type) picked by I32 `ids` ([k, b2, b3]),
+/// as F32 [n, k, b2, b3].
+Tensor* get_rows(Context& ctx, Tensor* table, Tensor* ids);
+/// `a` [k, m, a2, a3] (any computable type) times `b` [k, n, b2, b3] (F32) -> F32 [m, n, b2, b3],
+/// where b2 % a2 == 0 and b3 % a3 == 0 (a is broadcast). Activations are rounded to the
+/// weight type's dot-product type first (F16 for F16, BF16 for BF16, Q8_0 for Q8_0 and Q4_0),
+/// which is the numerics llama.cpp uses.
+Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b);
+/// a + b with b broadcast along every dim where a's size is a multiple of b's. F32.
+Tensor* add(Context& ctx, Tensor* a, Tensor* b);
+/// a * b with the same broadcasting as add. F32.
+Tensor* mul(Context& ctx, Tensor* a, Tensor* b);
+Tensor* scale(Context& ctx, Tensor* a, float s);
+Tensor* rms_norm(Context& ctx, Tensor* a, float eps);
+/// `a` [head_dim, heads, tokens, 1] rotated by positions `pos` (I32 [tokens]).
+Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params);
+/// softmax(a * scale + mask) along rows. `mask` (F32, may be null) is [>= ne0, >= ne1] and is
+/// broadcast over dims 2 and 3.
+Tensor* soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale);
+Tensor* silu(Context& ctx, Tensor* a);
+/// silu(gate) * up.
+Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up);
+/// Writes row r of `rows` ([n, k], F32) into row ids[r] of `dst` ([n, m], any computable type,
+/// any strides), converting type. Returns a view of `dst` that depends on the write.
+Tensor* set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* ids);
+/// Index of the maximum of each row, I32 [rows].
+Tensor* argmax(Context& ctx, Tensor* a);
+
+}  // namespace strata::core

@@ -1,0 +1,40 @@
+#include "core/tensor.h"
+
+#include <sstream>
+
+namespace strata::core {
+
+size_t Tensor::nbytes() const {
+  if (nelements() == 0) return 0;
+  // Bytes from element 0 to one past the last element, whatever the strides' order.
+  size_t bytes = row_size(type, ne[0]);
+  for (int i = 1; i < kMaxDims; ++i) bytes += static_cast<size_t>(ne[i] - 1) * nb[i];
+  return bytes;
+}
+
+bool Tensor::has_contiguous_rows() const { return nb[0] == type_size(type); }
+
+bool Tensor::is_contiguous() const {
+  const auto dense = contiguous_strides(type, ne);
+  for (int i = 0; i < kMaxDims; ++i) {
+    if (ne[i] != 1 && nb[i] != dense[i]) return false;
+  }
+  return true;
+}
+
+std::array<size_t, kMaxDims> contiguous_strides(Type type, const std::array<int64_t, kMaxDims>& ne) {
+  std::array<size_t, kMaxDims> nb{};
+  nb[0] = type_size(type);
+  nb[1] = row_size(type, ne[0]);
+  for (int i = 2; i < kMaxDims; ++i) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
+  return nb;
+}
+
+std::string describe(const Tensor& t) {
+  std::ostringstream os;
+  os << type_name(t.type) << " [" << t.ne[0] << ", " << t.ne[1] << ", " << t.ne[2] << ", "
+     << t.ne[3] << "]";
+  return os.str();
+}
+
+}  // namespace strata::core
