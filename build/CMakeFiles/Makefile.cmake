@@ -78,4 +78,9 @@ set(CMAKE_MAKEFILE_PRODUCTS
 # Dependency information for all targets:
 set(CMAKE_DEPEND_INFO_FILES
   "src/core/CMakeFiles/strata_core.dir/DependInfo.cmake"
+  "src/memory/CMakeFiles/strata_memory.dir/DependInfo.cmake"
+  "src/backend/CMakeFiles/strata_backend.dir/DependInfo.cmake"
+  "src/gguf/CMakeFiles/strata_gguf.dir/DependInfo.cmake"
+  "src/model/CMakeFiles/strata_model.dir/DependInfo.cmake"
+  "tests/CMakeFiles/test_memory.dir/DependInfo.cmake"
   )

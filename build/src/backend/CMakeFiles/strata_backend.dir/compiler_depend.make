@@ -1,0 +1,2 @@
+# Empty compiler generated dependencies file for strata_backend.
+# This may be replaced when dependencies are built.

@@ -1,0 +1,2 @@
+# Empty compiler generated dependencies file for strata_gguf.
+# This may be replaced when dependencies are built.

@@ -1,0 +1,54 @@
+// A device: something that holds memory and runs backends.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "memory/buffer.h"
+
+namespace strata::backend {
+
+enum class DeviceKind { kCpu, kPartition, kGpu };
+
+std::string_view device_kind_name(DeviceKind kind);
+
+/// Memory a device reports, in bytes.
+struct DeviceMemory {
+  size_t free = 0;
+  size_t total = 0;
+};
+
+/// What a device can do beyond computing.
+struct DeviceCaps {
+  bool async = false;         ///< backends queue work and return before it completes
+  bool events = false;        ///< supports timeline events
+  bool host_buffers = false;  ///< its buffers are addressable by the host
+};
+
+/// Options for a new backend.
+struct BackendOptions {
+  int n_threads = 1;  ///< worker threads for CPU-like devices
+};
+
+/// A compute device. Devices outlive the backends and buffers made from them.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// Short unique name ("cpu", "part:1").
+  virtual std::string_view name() const = 0;
+  virtual DeviceKind kind() const = 0;
+  virtual DeviceMemory memory() const = 0;
+  virtual DeviceCaps caps() const = 0;
+  /// The buffer type for weights and activations on this device.
+  virtual memory::BufferType& buffer_type() = 0;
+  /// Whether a backend of this device can compute `node` (op and types).
+  virtual bool supports_op(const core::Tensor& node) const = 0;
+  virtual Result<std::unique_ptr<Backend>> make_backend(const BackendOptions& options) = 0;
+};
+
+}  // namespace strata::backend

@@ -1,0 +1,36 @@
+// Places a graph's compute tensors in one buffer, reusing memory by liveness.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/graph.h"
+#include "core/status.h"
+#include "memory/buffer.h"
+
+namespace strata::memory {
+
+/// Assigns every unplaced tensor of a graph (nodes and input leafs, never views) an offset in
+/// a single buffer of `type`. A tensor's memory is reused once its last consumer has run;
+/// elementwise ops write in place over a dying operand. Views get their address from the
+/// tensor they view. Outputs are never overwritten.
+class GraphAllocator {
+ public:
+  explicit GraphAllocator(BufferType& type) : type_(&type) {}
+
+  /// Sizes the buffer for `graph` (typically the largest graph the caller will run) without
+  /// placing anything, so later allocate() calls need no reallocation.
+  Status reserve(const core::Graph& graph);
+  /// Places `graph`'s tensors, growing the buffer first if this graph needs more.
+  Status allocate(core::Graph& graph);
+  /// Current buffer size in bytes (0 before the first reserve/allocate).
+  size_t buffer_size() const { return buffer_ ? buffer_->size() : 0; }
+
+ private:
+  Status ensure_capacity(size_t bytes);
+
+  BufferType* type_;
+  std::unique_ptr<Buffer> buffer_;
+};
+
+}  // namespace strata::memory
