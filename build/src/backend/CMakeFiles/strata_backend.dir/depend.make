@@ -1,2 +1,0 @@
-# Empty dependencies file for strata_backend.
-# This may be replaced when dependencies are built.

@@ -1,2 +1,0 @@
-# Empty dependencies file for strata_gguf.
-# This may be replaced when dependencies are built.

@@ -1,3 +1,0 @@
-file(REMOVE_RECURSE
-  "libstrata_memory.a"
-)
