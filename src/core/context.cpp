@@ -11,7 +11,9 @@ Tensor* Context::new_tensor(Type type, std::array<int64_t, kMaxDims> ne, std::st
   return &t;
 }
 
-Tensor* Context::new_like(const Tensor& like) { return new_tensor(like.type, like.ne); }
+Tensor* Context::new_like(const Tensor& like) {
+  return new_tensor(like.type, like.ne);
+}
 
 void Context::fail(Status status) {
   if (status_.ok()) status_ = std::move(status);

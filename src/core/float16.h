@@ -50,7 +50,7 @@ inline Half float_to_half(float f) {
   if (abs < 0x38800000u) {
     // Result is subnormal (or zero): scale so the float's integer part is the half mantissa,
     // letting the FPU's round-to-nearest-even do the rounding.
-    const float scaled = bits_to_float(abs) * 16777216.0f;  // * 2^24
+    const float scaled = bits_to_float(abs) * 16777216.0f;     // * 2^24
     const float rounded = scaled + 12582912.0f - 12582912.0f;  // 1.5 * 2^23 trick, RNE
     return Half{static_cast<uint16_t>(sign | static_cast<uint16_t>(rounded))};
   }
@@ -60,7 +60,9 @@ inline Half float_to_half(float f) {
   return Half{static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13))};
 }
 
-inline float bf16_to_float(BFloat16 h) { return bits_to_float(static_cast<uint32_t>(h.bits) << 16); }
+inline float bf16_to_float(BFloat16 h) {
+  return bits_to_float(static_cast<uint32_t>(h.bits) << 16);
+}
 
 inline BFloat16 float_to_bf16(float f) {
   const uint32_t u = float_to_bits(f);

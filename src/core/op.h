@@ -64,7 +64,7 @@ struct PermuteParams {
   int32_t axes[4] = {0, 1, 2, 3};  ///< source axis i goes to destination axis axes[i]
 };
 
-using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams,
-                              PermuteParams>;
+using OpParams =
+    std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams, PermuteParams>;
 
 }  // namespace strata::core

@@ -11,7 +11,9 @@ Tensor* fail(Context& ctx, Op op, const std::string& why) {
   return ctx.new_tensor(Type::kF32, {1, 1, 1, 1});
 }
 
-bool valid(const Tensor* t) { return t != nullptr; }
+bool valid(const Tensor* t) {
+  return t != nullptr;
+}
 
 Tensor* node(Context& ctx, Op op, Type type, Shape ne, Tensor* s0, Tensor* s1 = nullptr,
              Tensor* s2 = nullptr) {
@@ -69,8 +71,9 @@ Tensor* view(Context& ctx, Tensor* a, Shape ne, Strides nb, size_t offset) {
   }
   const size_t end = offset + probe.nbytes();
   if (end > a->nbytes()) {
-    return fail(ctx, Op::kView, "view of " + std::to_string(end) + " bytes exceeds " +
-                                    describe(*a) + " (" + std::to_string(a->nbytes()) + " bytes)");
+    return fail(ctx, Op::kView,
+                "view of " + std::to_string(end) + " bytes exceeds " + describe(*a) + " (" +
+                    std::to_string(a->nbytes()) + " bytes)");
   }
   return view_node(ctx, Op::kView, a, ne, nb, offset);
 }
@@ -88,7 +91,8 @@ Tensor* permute(Context& ctx, Tensor* a, std::array<int, kMaxDims> axes) {
   if (!valid(a)) return fail(ctx, Op::kPermute, "null argument");
   bool seen[kMaxDims] = {};
   for (int ax : axes) {
-    if (ax < 0 || ax >= kMaxDims || seen[ax]) return fail(ctx, Op::kPermute, "axes are not a permutation");
+    if (ax < 0 || ax >= kMaxDims || seen[ax])
+      return fail(ctx, Op::kPermute, "axes are not a permutation");
     seen[ax] = true;
   }
   if (is_quantized(a->type) && axes[0] != 0) {
@@ -109,7 +113,8 @@ Tensor* permute(Context& ctx, Tensor* a, std::array<int, kMaxDims> axes) {
 
 Tensor* transpose(Context& ctx, Tensor* a) {
   if (!valid(a)) return fail(ctx, Op::kTranspose, "null argument");
-  if (is_quantized(a->type)) return fail(ctx, Op::kTranspose, "cannot transpose a quantized tensor");
+  if (is_quantized(a->type))
+    return fail(ctx, Op::kTranspose, "cannot transpose a quantized tensor");
   Shape ne = a->ne;
   Strides nb = a->nb;
   std::swap(ne[0], ne[1]);
@@ -120,11 +125,12 @@ Tensor* transpose(Context& ctx, Tensor* a) {
 Tensor* cast(Context& ctx, Tensor* a, Type type) {
   if (!valid(a)) return fail(ctx, Op::kCpy, "null argument");
   if (!is_computable(a->type) || !is_computable(type)) {
-    return fail(ctx, Op::kCpy, "cannot convert " + describe(*a) + " to " + std::string(type_name(type)));
+    return fail(ctx, Op::kCpy,
+                "cannot convert " + describe(*a) + " to " + std::string(type_name(type)));
   }
   if (a->ne[0] % block_size(type) != 0) {
-    return fail(ctx, Op::kCpy, "row length not a multiple of the block size of " +
-                                   std::string(type_name(type)));
+    return fail(ctx, Op::kCpy,
+                "row length not a multiple of the block size of " + std::string(type_name(type)));
   }
   if (is_quantized(a->type) && !a->has_contiguous_rows()) {
     return fail(ctx, Op::kCpy, "quantized source rows must be contiguous");
@@ -132,14 +138,19 @@ Tensor* cast(Context& ctx, Tensor* a, Type type) {
   return node(ctx, Op::kCpy, type, a->ne, a);
 }
 
-Tensor* cont(Context& ctx, Tensor* a) { return cast(ctx, a, valid(a) ? a->type : Type::kF32); }
+Tensor* cont(Context& ctx, Tensor* a) {
+  return cast(ctx, a, valid(a) ? a->type : Type::kF32);
+}
 
 Tensor* get_rows(Context& ctx, Tensor* table, Tensor* ids) {
   if (!valid(table) || !valid(ids)) return fail(ctx, Op::kGetRows, "null argument");
-  if (!is_computable(table->type)) return fail(ctx, Op::kGetRows, "unsupported table type " + describe(*table));
-  if (ids->type != Type::kI32) return fail(ctx, Op::kGetRows, "ids must be i32, got " + describe(*ids));
+  if (!is_computable(table->type))
+    return fail(ctx, Op::kGetRows, "unsupported table type " + describe(*table));
+  if (ids->type != Type::kI32)
+    return fail(ctx, Op::kGetRows, "ids must be i32, got " + describe(*ids));
   if (ids->ne[1] != table->ne[2] || ids->ne[2] != table->ne[3] || ids->ne[3] != 1) {
-    return fail(ctx, Op::kGetRows, "ids " + describe(*ids) + " do not match table " + describe(*table));
+    return fail(ctx, Op::kGetRows,
+                "ids " + describe(*ids) + " do not match table " + describe(*table));
   }
   return node(ctx, Op::kGetRows, Type::kF32, {table->ne[0], ids->ne[0], table->ne[2], table->ne[3]},
               table, ids);
@@ -150,9 +161,11 @@ Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b) {
   if (!is_computable(a->type) || a->type == Type::kI32) {
     return fail(ctx, Op::kMulMat, "unsupported weight type " + describe(*a));
   }
-  if (b->type != Type::kF32) return fail(ctx, Op::kMulMat, "activations must be f32, got " + describe(*b));
+  if (b->type != Type::kF32)
+    return fail(ctx, Op::kMulMat, "activations must be f32, got " + describe(*b));
   if (a->ne[0] != b->ne[0]) {
-    return fail(ctx, Op::kMulMat, "inner dimensions differ: " + describe(*a) + " x " + describe(*b));
+    return fail(ctx, Op::kMulMat,
+                "inner dimensions differ: " + describe(*a) + " x " + describe(*b));
   }
   if (b->ne[2] % a->ne[2] != 0 || b->ne[3] % a->ne[3] != 0) {
     return fail(ctx, Op::kMulMat, "cannot broadcast " + describe(*a) + " over " + describe(*b));
@@ -163,8 +176,12 @@ Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b) {
   return node(ctx, Op::kMulMat, Type::kF32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, a, b);
 }
 
-Tensor* add(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::kAdd, a, b); }
-Tensor* mul(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::kMul, a, b); }
+Tensor* add(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::kAdd, a, b);
+}
+Tensor* mul(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::kMul, a, b);
+}
 
 Tensor* scale(Context& ctx, Tensor* a, float s) {
   Tensor* t = unary_f32(ctx, Op::kScale, a);
@@ -185,8 +202,9 @@ Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params) {
     return fail(ctx, Op::kRope, "positions " + describe(*pos) + " do not match " + describe(*a));
   }
   if (params.n_dims <= 0 || params.n_dims > a->ne[0] || params.n_dims % 2 != 0) {
-    return fail(ctx, Op::kRope, "rotated dims " + std::to_string(params.n_dims) +
-                                    " must be even and at most the head size");
+    return fail(ctx, Op::kRope,
+                "rotated dims " + std::to_string(params.n_dims) +
+                    " must be even and at most the head size");
   }
   Tensor* t = node(ctx, Op::kRope, Type::kF32, a->ne, a, pos);
   t->params = params;
@@ -205,7 +223,9 @@ Tensor* soft_max(Context& ctx, Tensor* a, Tensor* mask, float s) {
   return t;
 }
 
-Tensor* silu(Context& ctx, Tensor* a) { return unary_f32(ctx, Op::kSilu, a); }
+Tensor* silu(Context& ctx, Tensor* a) {
+  return unary_f32(ctx, Op::kSilu, a);
+}
 
 Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up) {
   if (!valid(gate) || !valid(up)) return fail(ctx, Op::kSwiglu, "null argument");
@@ -217,13 +237,15 @@ Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up) {
 
 Tensor* set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* ids) {
   if (!valid(dst) || !valid(rows) || !valid(ids)) return fail(ctx, Op::kSetRows, "null argument");
-  if (!is_computable(dst->type)) return fail(ctx, Op::kSetRows, "unsupported destination " + describe(*dst));
-  if (rows->type != Type::kF32 || rows->ne[0] != dst->ne[0] || rows->ne[2] != 1 || rows->ne[3] != 1 ||
-      dst->ne[2] != 1 || dst->ne[3] != 1) {
+  if (!is_computable(dst->type))
+    return fail(ctx, Op::kSetRows, "unsupported destination " + describe(*dst));
+  if (rows->type != Type::kF32 || rows->ne[0] != dst->ne[0] || rows->ne[2] != 1 ||
+      rows->ne[3] != 1 || dst->ne[2] != 1 || dst->ne[3] != 1) {
     return fail(ctx, Op::kSetRows, "rows " + describe(*rows) + " do not fit " + describe(*dst));
   }
   if (ids->type != Type::kI32 || ids->ne[0] != rows->ne[1] || ids->nrows() != 1) {
-    return fail(ctx, Op::kSetRows, "ids " + describe(*ids) + " do not match rows " + describe(*rows));
+    return fail(ctx, Op::kSetRows,
+                "ids " + describe(*ids) + " do not match rows " + describe(*rows));
   }
   if (is_quantized(dst->type) && !dst->has_contiguous_rows()) {
     return fail(ctx, Op::kSetRows, "quantized destination rows must be contiguous");

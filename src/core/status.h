@@ -46,7 +46,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status error(ErrorCode code, std::string message) { return Status(code, std::move(message)); }
+inline Status error(ErrorCode code, std::string message) {
+  return Status(code, std::move(message));
+}
 
 /// A value or the Status explaining why there is none.
 template <typename T>
@@ -76,8 +78,8 @@ class [[nodiscard]] Result {
 }  // namespace strata
 
 /// Propagates a failed Status (or the status of a failed Result) to the caller.
-#define STRATA_RETURN_IF_ERROR(expr)              \
-  do {                                            \
-    auto&& strata_status_ = (expr);                        \
+#define STRATA_RETURN_IF_ERROR(expr)                          \
+  do {                                                        \
+    auto&& strata_status_ = (expr);                           \
     if (!strata_status_.ok()) return strata_status_.status(); \
   } while (0)

@@ -12,7 +12,9 @@ size_t Tensor::nbytes() const {
   return bytes;
 }
 
-bool Tensor::has_contiguous_rows() const { return nb[0] == type_size(type); }
+bool Tensor::has_contiguous_rows() const {
+  return nb[0] == type_size(type);
+}
 
 bool Tensor::is_contiguous() const {
   const auto dense = contiguous_strides(type, ne);
@@ -22,7 +24,8 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-std::array<size_t, kMaxDims> contiguous_strides(Type type, const std::array<int64_t, kMaxDims>& ne) {
+std::array<size_t, kMaxDims> contiguous_strides(Type type,
+                                                const std::array<int64_t, kMaxDims>& ne) {
   std::array<size_t, kMaxDims> nb{};
   nb[0] = type_size(type);
   nb[1] = row_size(type, ne[0]);

@@ -41,8 +41,8 @@ using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
 /// Static description of a type. Conversions are null for types this build cannot compute with.
 struct TypeTraits {
   std::string_view name;
-  int64_t block_size;   ///< elements per block (1 for plain types)
-  size_t type_size;     ///< bytes per block
+  int64_t block_size;  ///< elements per block (1 for plain types)
+  size_t type_size;    ///< bytes per block
   bool quantized;
   ToFloatFn to_float;
   FromFloatFn from_float;
@@ -51,16 +51,26 @@ struct TypeTraits {
 /// Traits of a known type id; nullopt for ids that are not GGUF types (or removed ones).
 std::optional<Type> type_from_id(uint32_t id);
 const TypeTraits& traits(Type t);
-inline std::string_view type_name(Type t) { return traits(t).name; }
-inline int64_t block_size(Type t) { return traits(t).block_size; }
-inline size_t type_size(Type t) { return traits(t).type_size; }
-inline bool is_quantized(Type t) { return traits(t).quantized; }
+inline std::string_view type_name(Type t) {
+  return traits(t).name;
+}
+inline int64_t block_size(Type t) {
+  return traits(t).block_size;
+}
+inline size_t type_size(Type t) {
+  return traits(t).type_size;
+}
+inline bool is_quantized(Type t) {
+  return traits(t).quantized;
+}
 /// Bytes of a row of `n` elements (n must be a multiple of the block size).
 inline size_t row_size(Type t, int64_t n) {
   return type_size(t) * static_cast<size_t>(n / block_size(t));
 }
 /// True when this build can convert the type to and from float (weights, caches, activations).
-inline bool is_computable(Type t) { return traits(t).to_float != nullptr; }
+inline bool is_computable(Type t) {
+  return traits(t).to_float != nullptr;
+}
 /// Type by its lower-case name ("q8_0", "f16"); nullopt when unknown.
 std::optional<Type> type_from_name(std::string_view name);
 

@@ -15,7 +15,8 @@ class OwnedHostBuffer final : public Buffer {
 };
 
 Status check_range(const core::Tensor& t, size_t offset, size_t size) {
-  if (t.data == nullptr) return error(ErrorCode::kInternal, "tensor '" + t.name + "' is not placed");
+  if (t.data == nullptr)
+    return error(ErrorCode::kInternal, "tensor '" + t.name + "' is not placed");
   if (offset > t.nbytes() || size > t.nbytes() - offset) {
     return error(ErrorCode::kInvalidArgument, "access of " + std::to_string(size) + " bytes at " +
                                                   std::to_string(offset) + " is outside tensor '" +
@@ -28,7 +29,8 @@ Status check_range(const core::Tensor& t, size_t offset, size_t size) {
 }  // namespace
 
 Status Buffer::place(core::Tensor& t, size_t offset) {
-  if (t.is_view()) return error(ErrorCode::kInternal, "cannot place view '" + t.name + "' in a buffer");
+  if (t.is_view())
+    return error(ErrorCode::kInternal, "cannot place view '" + t.name + "' in a buffer");
   const size_t bytes = t.nbytes();
   if (offset > size_ || bytes > size_ - offset) {
     return error(ErrorCode::kInternal, "tensor '" + t.name + "' (" + std::to_string(bytes) +
@@ -78,7 +80,8 @@ std::unique_ptr<Buffer> wrap_host_memory(void* base, size_t size) {
 Status place_view(core::Tensor& view) {
   const core::Tensor* storage = core::storage_of(&view);
   if (storage->data == nullptr) {
-    return error(ErrorCode::kInternal, "view '" + view.name + "' of unplaced tensor '" + storage->name + "'");
+    return error(ErrorCode::kInternal,
+                 "view '" + view.name + "' of unplaced tensor '" + storage->name + "'");
   }
   view.data = static_cast<uint8_t*>(storage->data) + view.view_offset;
   view.buffer = storage->buffer;

@@ -9,7 +9,8 @@ size_t FreeList::allocate(size_t size) {
   // Best fit among freed blocks keeps fragmentation low for the short-lived activations.
   size_t best = free_.size();
   for (size_t i = 0; i < free_.size(); ++i) {
-    if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size)) best = i;
+    if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size))
+      best = i;
   }
   if (best != free_.size()) {
     const size_t offset = free_[best].offset;

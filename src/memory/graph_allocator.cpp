@@ -11,7 +11,9 @@ namespace {
 using core::Tensor;
 
 // The allocator owns a tensor's memory when nothing placed it beforehand and it is not a view.
-bool needs_memory(const Tensor& t) { return t.data == nullptr && !t.is_view(); }
+bool needs_memory(const Tensor& t) {
+  return t.data == nullptr && !t.is_view();
+}
 
 // Ops whose kernels read element i of src0 before writing element i of dst and nothing else
 // of src0 afterwards, so dst may share src0's memory.
