@@ -70,6 +70,8 @@ class File {
  private:
   struct Impl;
   explicit File(std::unique_ptr<Impl> impl);
+  /// Parses the bytes `impl` points at and indexes keys and tensor names.
+  static Result<File> build(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
