@@ -1,0 +1,44 @@
+// The weight tensors of a Llama model, placed in memory of a chosen buffer type.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/context.h"
+#include "core/status.h"
+#include "gguf/file.h"
+#include "memory/buffer.h"
+#include "model/llama_hparams.h"
+
+namespace strata::model {
+
+struct LlamaLayerWeights {
+  core::Tensor* attn_norm = nullptr;
+  core::Tensor* wq = nullptr;
+  core::Tensor* wk = nullptr;
+  core::Tensor* wv = nullptr;
+  core::Tensor* wo = nullptr;
+  core::Tensor* ffn_norm = nullptr;
+  core::Tensor* ffn_gate = nullptr;
+  core::Tensor* ffn_up = nullptr;
+  core::Tensor* ffn_down = nullptr;
+};
+
+/// Weight tensors (leafs flagged kFlagWeight) and the buffers holding them.
+struct LlamaWeights {
+  core::Context ctx;
+  core::Tensor* tok_embd = nullptr;
+  core::Tensor* output_norm = nullptr;
+  core::Tensor* output = nullptr;  ///< the same tensor as tok_embd when the file ties them
+  std::vector<LlamaLayerWeights> layers;
+  std::vector<std::unique_ptr<memory::Buffer>> buffers;
+};
+
+/// Finds every tensor the architecture needs, checks its shape and type against `hp`, and
+/// places it. Host buffer types use the file mapping directly (no copy); others get one
+/// allocation and a copy. Failures name the tensor.
+Result<std::unique_ptr<LlamaWeights>> load_llama_weights(const gguf::File& file,
+                                                         const LlamaHparams& hp,
+                                                         memory::BufferType& type);
+
+}  // namespace strata::model

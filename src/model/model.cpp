@@ -1,0 +1,34 @@
+#include "model/model.h"
+
+namespace strata::model {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path,
+                                           memory::BufferType& weights_type) {
+  auto file = gguf::File::open(path);
+  if (!file.ok()) return file.status();
+  auto hp = read_llama_hparams(*file);
+  if (!hp.ok()) return hp.status();
+  const gguf::TensorInfo* embd = file->find_tensor("token_embd.weight");
+  if (embd == nullptr) return error(ErrorCode::kMalformed, "model: missing tensor 'token_embd.weight'");
+  hp->n_vocab = embd->ne[1];
+  auto tok = Tokenizer::from_gguf(*file);
+  if (!tok.ok()) return tok.status();
+  if (tok->n_vocab() != hp->n_vocab) {
+    return error(ErrorCode::kMalformed, "model: tokenizer has " + std::to_string(tok->n_vocab()) +
+                                            " tokens but the embedding has " +
+                                            std::to_string(hp->n_vocab) + " rows");
+  }
+  std::unique_ptr<Model> m(new Model(std::move(file).value(), *hp, std::move(tok).value()));
+  auto weights = load_llama_weights(m->file_, m->hparams_, weights_type);
+  if (!weights.ok()) return weights.status();
+  m->weights_ = std::move(weights).value();
+  return m;
+}
+
+size_t Model::weight_bytes() const {
+  size_t total = 0;
+  for (const core::Tensor& t : weights_->ctx.tensors()) total += t.nbytes();
+  return total;
+}
+
+}  // namespace strata::model
