@@ -46,6 +46,10 @@ struct TypeTraits {
   bool quantized;
   ToFloatFn to_float;
   FromFloatFn from_float;
+  /// The type activations are converted to before a dot product with a weight of this type
+  /// (llama.cpp's vec_dot_type): the float types keep their own, Q4_0 / Q5_0 / Q8_0 take
+  /// Q8_0, Q4_1 / Q5_1 take Q8_1, the K-quants take Q8_K. F32 for types that are never weights.
+  Type dot_type;
 };
 
 /// Traits of a known type id; nullopt for ids that are not GGUF types (or removed ones).
@@ -62,6 +66,10 @@ inline size_t type_size(Type t) {
 }
 inline bool is_quantized(Type t) {
   return traits(t).quantized;
+}
+/// The activation type a dot product with weights of type `t` works in (see TypeTraits).
+inline Type dot_type(Type t) {
+  return traits(t).dot_type;
 }
 /// Bytes of a row of `n` elements (n must be a multiple of the block size).
 inline size_t row_size(Type t, int64_t n) {
