@@ -1,0 +1,86 @@
+#include "cpu/graph_compute.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <string>
+
+#include "cpu/kernels/dispatch.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Tensor;
+
+bool computes(const Tensor& t) {
+  return t.op != core::Op::kNone && !core::is_view_op(t.op);
+}
+
+std::string label(const Tensor& t) {
+  return "node '" + t.name + "' (" + std::string(core::op_name(t.op)) + ")";
+}
+
+Status check_placed(const Tensor& node) {
+  if (node.data == nullptr) return error(ErrorCode::kInternal, label(node) + " is not placed");
+  for (const Tensor* s : node.src) {
+    if (s != nullptr && s->data == nullptr) {
+      return error(ErrorCode::kInternal,
+                   "source '" + s->name + "' of " + label(node) + " is not placed");
+    }
+  }
+  return {};
+}
+
+void pool_barrier(void* pool) {
+  static_cast<ThreadPool*>(pool)->barrier();
+}
+
+// Lowers `a` to `v` if v is smaller.
+void store_min(std::atomic<size_t>& a, size_t v) {
+  size_t cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+  std::vector<const Tensor*> work;
+  size_t need = 0;
+  for (const Tensor* node : g.nodes) {
+    if (!computes(*node)) continue;
+    STRATA_RETURN_IF_ERROR(check_node(*node).with_context(label(*node)));
+    STRATA_RETURN_IF_ERROR(check_placed(*node));
+    need = std::max(need, work_size(*node, pool.size()));
+    work.push_back(node);
+  }
+  if (work.empty()) return {};
+  if (scratch.size() < need) scratch.resize(need);
+
+  // A node that fails on any thread stops every thread after that node's barrier. Failures
+  // at node i are recorded before barrier i and read after it, so all threads agree on where
+  // to stop (a failure at a later node cannot be seen early: it is only compared against i).
+  constexpr size_t kNoFailure = std::numeric_limits<size_t>::max();
+  std::atomic<size_t> failed_at{kNoFailure};
+  std::vector<Status> errors(static_cast<size_t>(pool.size()));
+  pool.run([&](int ith, int nth) {
+    const KernelArgs args{ith, nth, scratch.data(), scratch.size(), pool_barrier, &pool};
+    for (size_t i = 0; i < work.size(); ++i) {
+      Status s = compute_node(*work[i], args);
+      if (!s.ok()) {
+        errors[static_cast<size_t>(ith)] = s.with_context(label(*work[i]));
+        store_min(failed_at, i);
+      }
+      if (i + 1 == work.size()) break;
+      args.barrier();
+      if (failed_at.load(std::memory_order_relaxed) <= i) break;
+    }
+  });
+  if (failed_at.load(std::memory_order_relaxed) == kNoFailure) return {};
+  for (const Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  return error(ErrorCode::kInternal, "cpu: a node failed without an error");
+}
+
+}  // namespace strata::cpu

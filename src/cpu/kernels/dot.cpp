@@ -1,0 +1,29 @@
+#include "cpu/kernels/dot.h"
+
+#include "cpu/kernels/convert.h"
+
+namespace strata::cpu {
+
+const DotKernels* dot_kernels(core::Type weight_type) {
+  switch (weight_type) {
+    case core::Type::kF32:
+      return &kDotF32;
+    case core::Type::kF16:
+      return &kDotF16;
+    case core::Type::kBF16:
+      return &kDotBF16;
+    case core::Type::kQ8_0:
+      return &kDotQ8_0;
+    case core::Type::kQ4_0:
+      return &kDotQ4_0;
+    default:
+      return nullptr;
+  }
+}
+
+void convert_activations(core::Type act_type, const float* src, void* dst, int64_t n) {
+  // row_from_f32 rounds like core's reference for every type, q8_0 by calling it.
+  row_from_f32(act_type, src, dst, n);
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,176 @@
+// mul_mat: dst[m, n, i2, i3] = dot(src0 row (m, i2 / r2, i3 / r3), src1 row (n, i2, i3)).
+//
+// Two phases. First the activations (src1) are rounded to the weight type's dot type, once,
+// rows split across threads, into the shared scratch. After a barrier each thread takes a
+// contiguous range of output chunks (batch x weight rows x activation rows) and walks each
+// chunk in tiles of a few weight rows by a few activation rows, so a weight row is read from
+// memory once per chunk rather than once per activation row. Every output element is one
+// tile-kernel dot product whose arithmetic does not depend on the tiling (see dot.h), hence
+// results are bit-identical for any thread count.
+//
+// TODO(issue 3): replace the chunk walk with a packed GEMM micro-kernel for prefill.
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/kernels/convert.h"
+#include "cpu/kernels/dot.h"
+#include "cpu/kernels/kernels.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Tensor;
+using core::Type;
+
+struct Plan {
+  const DotKernels* dk = nullptr;
+  bool act_direct = false;  ///< f32 weights and dense src1 rows: use src1 in place
+  bool gather_x = false;    ///< src1 rows are strided: gather them to dense f32 first
+  bool gather_w = false;    ///< src0 rows are strided (a transposed view): gather per tile
+  size_t act_row = 0;       ///< bytes of one converted activation row
+  size_t act_bytes = 0;     ///< shared scratch: every converted activation row
+  size_t per_thread = 0;    ///< each thread's own scratch
+};
+
+Plan make_plan(const Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const int64_t k = x.ne[0];
+  Plan p;
+  p.dk = dot_kernels(w.type);
+  p.gather_x = x.nb[0] != sizeof(float);
+  p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
+  p.gather_w = w.nb[0] != core::type_size(w.type);
+  p.act_row = core::row_size(p.dk->act_type, k);
+  p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
+  if (p.gather_x && p.dk->act_type != Type::kF32)
+    p.per_thread = static_cast<size_t>(k) * sizeof(float);
+  if (p.gather_w) {
+    p.per_thread =
+        std::max(p.per_thread, static_cast<size_t>(p.dk->max_w) * core::row_size(w.type, k));
+  }
+  return p;
+}
+
+void convert_rows(const Tensor& x, const Plan& p, uint8_t* act, uint8_t* local,
+                  const KernelArgs& args) {
+  const int64_t k = x.ne[0];
+  const Type act_type = p.dk->act_type;
+  const Range rows = split_range(x.nrows(), args.ith, args.nth);
+  for (int64_t r = rows.begin; r < rows.end; ++r) {
+    const RowIndex ix = row_index(x, r);
+    const uint8_t* src = x.row_ptr(ix.i1, ix.i2, ix.i3);
+    uint8_t* out = act + static_cast<size_t>(r) * p.act_row;
+    if (!p.gather_x) {
+      convert_activations(act_type, reinterpret_cast<const float*>(src), out, k);
+    } else if (act_type == Type::kF32) {
+      gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(out), k);
+    } else {
+      auto* tmp = reinterpret_cast<float*>(local);
+      gather_to_f32(Type::kF32, src, x.nb[0], tmp, k);
+      convert_activations(act_type, tmp, out, k);
+    }
+  }
+}
+
+// Copies nw strided weight rows into dense rows. Element j of consecutive rows is read
+// together, which is the cache-friendly order for a transposed view.
+void gather_weights(const Tensor& w, const uint8_t* first, int nw, uint8_t* out) {
+  const size_t ts = core::type_size(w.type);
+  const size_t row = core::row_size(w.type, w.ne[0]);
+  for (int64_t j = 0; j < w.ne[0]; ++j) {
+    for (int r = 0; r < nw; ++r) {
+      std::memcpy(out + r * row + j * ts, first + r * w.nb[1] + j * w.nb[0], ts);
+    }
+  }
+}
+
+struct Chunking {
+  int64_t size_m, size_n, count_m, count_n, batches;
+};
+
+// Enough chunks that every thread gets several (load balance), each at most 64 x 64 so its
+// weight rows stay cached while it walks the activation rows.
+Chunking make_chunking(const Tensor& dst, const DotKernels& dk, int nth) {
+  constexpr int64_t kMaxChunk = 64;
+  Chunking c;
+  const int64_t m = dst.ne[0];
+  const int64_t n = dst.ne[1];
+  c.batches = dst.ne[2] * dst.ne[3];
+  c.size_n = std::min(n, kMaxChunk);
+  c.count_n = (n + c.size_n - 1) / c.size_n;
+  const int64_t target = 4 * static_cast<int64_t>(nth);
+  const int64_t other = c.batches * c.count_n;
+  int64_t per = kMaxChunk;
+  if (other * ((m + per - 1) / per) < target) {
+    per = (m * other + target - 1) / target;
+    per = std::max<int64_t>(dk.max_w, (per + dk.max_w - 1) / dk.max_w * dk.max_w);
+  }
+  c.size_m = std::min(per, m);
+  c.count_m = (m + c.size_m - 1) / c.size_m;
+  return c;
+}
+
+}  // namespace
+
+size_t mul_mat_work_size(const Tensor& dst, int nth) {
+  const Plan p = make_plan(dst);
+  return scratch_bytes(p.act_bytes, p.per_thread, nth);
+}
+
+void mul_mat(const Tensor& dst, const KernelArgs& args) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const Plan p = make_plan(dst);
+  const DotKernels& dk = *p.dk;
+  uint8_t* act = aligned_scratch(args);
+  uint8_t* local = thread_scratch(args, p.act_bytes, p.per_thread);
+
+  if (!p.act_direct) {
+    convert_rows(x, p, act, local, args);
+    args.barrier();
+  }
+
+  const int64_t k = x.ne[0];
+  const int64_t r2 = x.ne[2] / w.ne[2];
+  const int64_t r3 = x.ne[3] / w.ne[3];
+  const Chunking ch = make_chunking(dst, dk, args.nth);
+  const int64_t per_batch = ch.count_m * ch.count_n;
+  const Range chunks = split_range(ch.batches * per_batch, args.ith, args.nth);
+  const int64_t ldo_w = static_cast<int64_t>(dst.nb[0] / sizeof(float));
+  const int64_t ldo_a = static_cast<int64_t>(dst.nb[1] / sizeof(float));
+  const size_t w_row = core::row_size(w.type, k);
+
+  for (int64_t c = chunks.begin; c < chunks.end; ++c) {
+    const int64_t batch = c / per_batch;
+    const int64_t i2 = batch % dst.ne[2];
+    const int64_t i3 = batch / dst.ne[2];
+    const int64_t m0 = (c % per_batch) / ch.count_n * ch.size_m;
+    const int64_t n0 = (c % per_batch) % ch.count_n * ch.size_n;
+    const int64_t m1 = std::min(dst.ne[0], m0 + ch.size_m);
+    const int64_t n1 = std::min(dst.ne[1], n0 + ch.size_n);
+    const uint8_t* w_batch = w.row_ptr(0, i2 / r2, i3 / r3);
+    const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
+
+    for (int64_t iw = m0; iw < m1; iw += dk.max_w) {
+      const int nw = static_cast<int>(std::min<int64_t>(dk.max_w, m1 - iw));
+      const uint8_t* wp = w_batch + iw * w.nb[1];
+      size_t ldw = w.nb[1];
+      if (p.gather_w) {
+        gather_weights(w, wp, nw, local);
+        wp = local;
+        ldw = w_row;
+      }
+      for (int64_t ia = n0; ia < n1; ia += dk.max_a) {
+        const int na = static_cast<int>(std::min<int64_t>(dk.max_a, n1 - ia));
+        const uint8_t* ap = p.act_direct ? x.row_ptr(ia, i2, i3)
+                                         : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
+        const size_t lda = p.act_direct ? x.nb[1] : p.act_row;
+        auto* out = reinterpret_cast<float*>(dst.row_ptr(ia, i2, i3) + iw * dst.nb[0]);
+        dk.tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
+      }
+    }
+  }
+}
+
+}  // namespace strata::cpu

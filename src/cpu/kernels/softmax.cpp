@@ -1,0 +1,82 @@
+// soft_max: y = softmax(x * scale + mask) per row, each row by one thread.
+//
+// The mask row is i1 (broadcast over dims 2 and 3). The maximum is subtracted before exp so
+// nothing overflows; -inf entries give exactly 0; the sum is kept in double and its inverse
+// applied in f32, as llama.cpp does. A row whose every entry is -inf has no defined softmax;
+// it comes out as zeros rather than NaNs.
+#include <cmath>
+#include <cstring>
+
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd.h"
+
+namespace strata::cpu {
+namespace {
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// y[i] = e^(y[i] - max) in place over a dense row, returning the sum in double. The tail goes
+// through the vector code too, so equal inputs give equal outputs anywhere in the row.
+double exp_row(float* y, int64_t n, float max) {
+  double sum = 0.0;
+#if defined(STRATA_CPU_AVX2)
+  const __m256 vmax = _mm256_set1_ps(max);
+  for (int64_t i = 0; i < n; i += 8) {
+    const int64_t cnt = n - i < 8 ? n - i : 8;
+    float buf[8] = {};
+    float* p = y + i;
+    if (cnt < 8) {
+      std::memcpy(buf, y + i, static_cast<size_t>(cnt) * sizeof(float));
+      p = buf;
+    }
+    const __m256 e = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
+    _mm256_storeu_ps(p, e);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, e);
+    for (int64_t j = 0; j < cnt; ++j) sum += lanes[j];
+    if (cnt < 8) std::memcpy(y + i, buf, static_cast<size_t>(cnt) * sizeof(float));
+  }
+#else
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = std::exp(y[i] - max);
+    sum += y[i];
+  }
+#endif
+  return sum;
+}
+
+}  // namespace
+
+void soft_max(const core::Tensor& dst, const KernelArgs& args) {
+  const core::Tensor& a = *dst.src[0];
+  const core::Tensor* mask = dst.src[1];
+  const float scale = std::get<core::SoftMaxParams>(dst.params).scale;
+  const int64_t n = dst.ne[0];
+  // Rows are processed in place in dst, so dst rows must be dense (check_node ensures it).
+  const Range rows = split_range(dst.nrows(), args.ith, args.nth);
+  for (int64_t r = rows.begin; r < rows.end; ++r) {
+    const RowIndex ix = row_index(dst, r);
+    const uint8_t* x = a.row_ptr(ix.i1, ix.i2, ix.i3);
+    auto* y = reinterpret_cast<float*>(dst.row_ptr(ix.i1, ix.i2, ix.i3));
+    const uint8_t* m = mask != nullptr ? mask->row_ptr(ix.i1) : nullptr;
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+      float v = load_f32(x + i * a.nb[0]) * scale;
+      if (m != nullptr) v += load_f32(m + i * mask->nb[0]);
+      y[i] = v;
+      if (v > max) max = v;
+    }
+    if (max == -INFINITY) {
+      std::memset(y, 0, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+    const float inv = static_cast<float>(1.0 / exp_row(y, n, max));
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+}  // namespace strata::cpu

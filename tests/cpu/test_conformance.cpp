@@ -1,0 +1,135 @@
+// Every op, every supported type, odd shapes and non-contiguous inputs: the CPU kernels run
+// with 1, 2 and 3 threads must match the naive reference within a per-op tolerance, and must
+// give the same bits for every thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conformance_cases.h"
+#include "core/context.h"
+#include "core/graph.h"
+#include "core/ops.h"
+#include "cpu/graph_compute.h"
+#include "cpu/reference/reference.h"
+#include "test_util.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Context;
+using core::Tensor;
+using core::Type;
+using test::Case;
+using test::causal_mask;
+using test::f32;
+using test::ids_leaf;
+using test::Inputs;
+using test::kWeightTypes;
+using test::leaf;
+
+ThreadPool& pool(int n) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  auto& p = pools[n];
+  if (!p) p = std::make_unique<ThreadPool>(n);
+  return *p;
+}
+
+struct Outputs {
+  std::vector<std::vector<float>> values;
+  std::vector<std::vector<uint8_t>> bytes;
+};
+
+// Builds the case's graph afresh, places it, fills it, computes it with the reference
+// (n_threads == 0) or the CPU kernels, and reads the outputs.
+Outputs run(const Case& c, int n_threads) {
+  Context ctx;
+  Inputs in;
+  const std::vector<Tensor*> outs = c.build(ctx, in);
+  if (!ctx.ok()) {
+    ADD_FAILURE() << "building " << c.name << ": " << ctx.status().message();
+    return {};
+  }
+  const core::Graph g = core::build_graph(outs);
+  test::Placement placement(g);
+  test::fill_leafs(g, in, 7);
+  if (n_threads == 0) {
+    const Status s = reference::compute_graph(g);
+    EXPECT_TRUE(s.ok()) << s.message();
+  } else {
+    std::vector<uint8_t> scratch;
+    const Status s = compute_graph(g, pool(n_threads), scratch);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  Outputs o;
+  for (const Tensor* t : outs) {
+    o.values.push_back(test::read_floats(*t));
+    o.bytes.push_back(test::read_bytes(*t));
+  }
+  return o;
+}
+
+class Conformance : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Conformance, MatchesReferenceAndIsThreadCountInvariant) {
+  const Case& c = GetParam();
+  const Outputs ref = run(c, 0);
+  Outputs first;
+  for (int n_threads : {1, 2, 3}) {
+    const Outputs got = run(c, n_threads);
+    ASSERT_EQ(got.values.size(), ref.values.size());
+    for (size_t i = 0; i < ref.values.size(); ++i) {
+      const double err = test::relative_error(got.values[i], ref.values[i], c.floor);
+      EXPECT_LE(err, c.tol) << "output " << i << " with " << n_threads << " threads";
+      if (std::getenv("STRATA_TEST_VERBOSE") != nullptr) {
+        std::printf("%-48s out %zu threads %d rel err %.3g\n", c.name.c_str(), i, n_threads, err);
+      }
+    }
+    if (n_threads == 1) {
+      first = got;
+    } else {
+      EXPECT_EQ(got.bytes, first.bytes)
+          << "results differ between 1 and " << n_threads << " threads";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Conformance, ::testing::ValuesIn(test::all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+// Bigger shapes (many chunks per thread) and more thread counts than the table: every kernel
+// whose work split depends on the thread count must still give the same bits.
+TEST(ThreadInvariance, BitIdenticalAcrossThreadCounts) {
+  const auto build = [](Context& ctx, Inputs& in) {
+    std::vector<Tensor*> outs;
+    for (Type t : kWeightTypes) {
+      outs.push_back(core::mul_mat(ctx, leaf(ctx, t, {256, 203, 1, 1}), f32(ctx, {256, 1, 1, 1})));
+      outs.push_back(core::mul_mat(ctx, leaf(ctx, t, {256, 131, 2, 1}), f32(ctx, {256, 77, 4, 1})));
+    }
+    outs.push_back(core::mul_mat(ctx, core::transpose(ctx, leaf(ctx, Type::kF16, {45, 64, 3, 1})),
+                                 core::permute(ctx, f32(ctx, {64, 3, 9, 1}), {0, 2, 1, 3})));
+    Tensor* mask = f32(ctx, {300, 11, 1, 1});
+    in.f32[mask] = causal_mask(300, 11, 300, 11);
+    outs.push_back(core::soft_max(ctx, f32(ctx, {300, 11, 7, 1}), mask, 0.3f));
+    outs.push_back(core::rms_norm(ctx, f32(ctx, {1000, 29, 1, 1}), 1e-5f));
+    Tensor* pos = ids_leaf(ctx, in, test::random_ints(13, 0, 5000, 61), {13, 1, 1, 1});
+    outs.push_back(core::rope(ctx, f32(ctx, {64, 8, 13, 1}), pos,
+                              {64, core::RopeMode::kNeox, 10000.0f, 1.0f}));
+    outs.push_back(core::silu(ctx, f32(ctx, {333, 17, 1, 1})));
+    return outs;
+  };
+  const Case c{"invariance", build, 0.0, 0.0};
+  const Outputs base = run(c, 1);
+  for (int n : {2, 3, 4, 5, 7, 8}) {
+    const Outputs got = run(c, n);
+    EXPECT_EQ(got.bytes, base.bytes) << n << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace strata::cpu

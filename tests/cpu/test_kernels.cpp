@@ -1,0 +1,123 @@
+// Claims the kernels rely on that the op-level tests cannot pin down: the vector exp's accuracy,
+// fast conversions rounding exactly like core's reference, and the dot-tile contract.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/float16.h"
+#include "cpu/kernels/convert.h"
+#include "cpu/kernels/dot.h"
+#include "cpu/kernels/simd.h"
+
+namespace strata::cpu {
+namespace {
+
+// Float bit patterns covering every exponent, both signs, subnormals, infinities and NaNs.
+std::vector<float> awkward_floats(size_t n) {
+  std::mt19937 rng(5);
+  std::vector<float> v;
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-40f, 65504.0f, 65520.0f,
+                  65519.99f, 6.1e-5f, 5.96e-8f, 2.98e-8f, 3.4e38f}) {
+    v.push_back(x);
+  }
+  while (v.size() < n) v.push_back(core::bits_to_float(rng()));
+  return v;
+}
+
+TEST(Convert, F16MatchesCoreReferenceBitForBit) {
+  const std::vector<float> x = awkward_floats(100003);
+  std::vector<core::Half> fast(x.size());
+  f32_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) continue;  // NaN payloads may differ; NaN-ness is checked below
+    ASSERT_EQ(fast[i].bits, core::float_to_half(x[i]).bits) << "x = " << x[i];
+  }
+  std::vector<float> back(x.size());
+  f16_to_f32(fast.data(), back.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float ref = core::half_to_float(fast[i]);
+    ASSERT_TRUE(std::memcmp(&back[i], &ref, 4) == 0 || (std::isnan(back[i]) && std::isnan(ref)));
+  }
+}
+
+TEST(Convert, BF16MatchesCoreReferenceBitForBit) {
+  const std::vector<float> x = awkward_floats(100003);
+  std::vector<core::BFloat16> fast(x.size());
+  f32_to_bf16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(fast[i].bits, core::float_to_bf16(x[i]).bits) << x[i];
+}
+
+TEST(VectorExp, WithinTwoUlpOverTheUsefulRange) {
+#if defined(STRATA_CPU_AVX2)
+  std::vector<float> x;
+  for (float v = -87.0f; v < 88.7f; v += 0.001237f) x.push_back(v);
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, -87.3f}) x.push_back(v);
+  while (x.size() % 8 != 0) x.push_back(0.5f);
+  double worst_ulps = 0.0;
+  for (size_t i = 0; i < x.size(); i += 8) {
+    float y[8];
+    _mm256_storeu_ps(y, simd::exp(_mm256_loadu_ps(x.data() + i)));
+    for (int j = 0; j < 8; ++j) {
+      const double ref = std::exp(static_cast<double>(x[i + j]));
+      const double ulp = std::ldexp(1.0, std::ilogb(ref) - 23);
+      worst_ulps = std::max(worst_ulps, std::fabs(y[j] - ref) / ulp);
+    }
+  }
+  EXPECT_LE(worst_ulps, 2.0);
+
+  alignas(32) float special[8] = {-INFINITY, -100.0f, -87.5f, 89.0f, INFINITY, NAN, 88.7f, -1e-45f};
+  float y[8];
+  _mm256_storeu_ps(y, simd::exp(_mm256_load_ps(special)));
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], INFINITY);
+  EXPECT_EQ(y[4], INFINITY);
+  EXPECT_TRUE(std::isnan(y[5]));
+  EXPECT_TRUE(std::isfinite(y[6]) && y[6] > 3e38f);
+  EXPECT_EQ(y[7], 1.0f);
+#else
+  GTEST_SKIP() << "no AVX2 in this build";
+#endif
+}
+
+// Every output of a tile equals the 1x1 tile of the same two rows, bit for bit.
+TEST(DotTile, OutputsDoNotDependOnTileShape) {
+  constexpr int64_t kK = 160;
+  for (core::Type wt : {core::Type::kF32, core::Type::kF16, core::Type::kBF16, core::Type::kQ8_0,
+                        core::Type::kQ4_0}) {
+    const DotKernels& dk = *dot_kernels(wt);
+    const size_t w_row = core::row_size(wt, kK);
+    const size_t a_row = core::row_size(dk.act_type, kK);
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> tmp(static_cast<size_t>(kK));
+    std::vector<uint8_t> w(w_row * static_cast<size_t>(dk.max_w));
+    std::vector<uint8_t> a(a_row * static_cast<size_t>(dk.max_a));
+    for (int r = 0; r < dk.max_w; ++r) {
+      for (float& v : tmp) v = dist(rng);
+      core::traits(wt).from_float(tmp.data(), w.data() + r * w_row, kK);
+    }
+    for (int c = 0; c < dk.max_a; ++c) {
+      for (float& v : tmp) v = dist(rng);
+      convert_activations(dk.act_type, tmp.data(), a.data() + c * a_row, kK);
+    }
+    std::vector<float> full(static_cast<size_t>(dk.max_w * dk.max_a));
+    dk.tile(kK, w.data(), w_row, dk.max_w, a.data(), a_row, dk.max_a, full.data(), 1, dk.max_w);
+    for (int r = 0; r < dk.max_w; ++r) {
+      for (int c = 0; c < dk.max_a; ++c) {
+        float one = 0.0f;
+        dk.tile(kK, w.data() + r * w_row, w_row, 1, a.data() + c * a_row, a_row, 1, &one, 1, 1);
+        EXPECT_EQ(std::memcmp(&one, &full[static_cast<size_t>(r + c * dk.max_w)], 4), 0)
+            << core::type_name(wt) << " pair " << r << "," << c;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::cpu
