@@ -1,6 +1,7 @@
 #include "core/op.h"
 
 #include <array>
+#include <cmath>
 
 namespace strata::core {
 
@@ -15,6 +16,17 @@ static_assert(kOpNames.size() == static_cast<size_t>(Op::kCount), "every op need
 std::string_view op_name(Op op) {
   const auto i = static_cast<size_t>(op);
   return i < kOpNames.size() ? kOpNames[i] : "invalid";
+}
+
+void rope_angles(const RopeParams& params, int32_t pos, float* cos_out, float* sin_out) {
+  const float ratio = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
+  float theta = static_cast<float>(pos);
+  for (int32_t j = 0; j < params.n_dims / 2; ++j) {
+    const float angle = params.freq_scale * theta;
+    cos_out[j] = std::cos(angle);
+    sin_out[j] = std::sin(angle);
+    theta *= ratio;
+  }
 }
 
 }  // namespace strata::core

@@ -57,6 +57,12 @@ struct RopeParams {
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;  ///< linear position scaling (1 / rope scale factor)
 };
+/// The cos and sin of each rotated pair's angle at position `pos` (n_dims / 2 values each).
+/// Angles follow llama.cpp exactly, rounding included, because rounding differences in q and
+/// k are amplified by the f16 KV cache: theta_0 = pos, theta_{j+1} = theta_j * r in float with
+/// r = powf(freq_base, -2 / n_dims), and the angle is freq_scale * theta_j.
+void rope_angles(const RopeParams& params, int32_t pos, float* cos_out, float* sin_out);
+
 struct SoftMaxParams {
   float scale = 1.0f;
 };

@@ -69,6 +69,9 @@ Tensor* view(Context& ctx, Tensor* a, Shape ne, Strides nb, size_t offset) {
   if (ne[0] % block_size(a->type) != 0) {
     return fail(ctx, Op::kView, "row length not a multiple of the block size");
   }
+  if (is_quantized(a->type) && nb[0] != type_size(a->type)) {
+    return fail(ctx, Op::kView, "blocks of a quantized row must be dense");
+  }
   const size_t end = offset + probe.nbytes();
   if (end > a->nbytes()) {
     return fail(ctx, Op::kView,

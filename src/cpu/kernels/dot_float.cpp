@@ -50,21 +50,22 @@ struct BF16Elem {
 #endif
 };
 
-// Per pair: one 8-lane f32 accumulator over the first k & ~7 elements, summed in a fixed lane
-// order, then the remaining elements added one by one. Multiplies and adds of the tail are
-// separate roundings (the layer builds with -ffp-contract=off), so every tile shape agrees.
+// Per pair: one 8-lane f32 accumulator; the tail is zero-padded into the same lanes, so element
+// j always lands in lane j % 8 and the lanes are summed in a fixed order. Appending zeros to
+// both rows (a longer masked attention row) therefore leaves the result bit-identical, which
+// keeps micro-batched prefill equal to one big batch. Tail multiplies and adds are separate
+// roundings in the portable path (the layer builds with -ffp-contract=off).
 template <class Elem>
 struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
-    int64_t i = 0;
-    float sum[NW][NA] = {};
 #if defined(STRATA_CPU_AVX2)
     __m256 acc[NW][NA];
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
     }
+    int64_t i = 0;
     for (; i + 8 <= k; i += 8) {
       __m256 av[NA];
       for (int c = 0; c < NA; ++c) av[c] = Elem::load8(a + c * lda, i);
@@ -73,17 +74,32 @@ struct FloatDot {
         for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_fmadd_ps(wv, av[c], acc[r][c]);
       }
     }
-    for (int r = 0; r < NW; ++r) {
-      for (int c = 0; c < NA; ++c) sum[r][c] = simd::hsum(acc[r][c]);
+    if (i < k) {
+      alignas(32) float av[NA][8] = {};
+      alignas(32) float wv[8] = {};
+      for (int c = 0; c < NA; ++c) {
+        for (int64_t j = i; j < k; ++j) av[c][j - i] = Elem::at(a + c * lda, j);
+      }
+      for (int r = 0; r < NW; ++r) {
+        for (int64_t j = i; j < k; ++j) wv[j - i] = Elem::at(w + r * ldw, j);
+        const __m256 wr = _mm256_load_ps(wv);
+        for (int c = 0; c < NA; ++c) {
+          acc[r][c] = _mm256_fmadd_ps(wr, _mm256_load_ps(av[c]), acc[r][c]);
+        }
+      }
     }
-#endif
+    for (int r = 0; r < NW; ++r) {
+      for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = simd::hsum(acc[r][c]);
+    }
+#else
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) {
-        float s = sum[r][c];
-        for (int64_t j = i; j < k; ++j) s += Elem::at(w + r * ldw, j) * Elem::at(a + c * lda, j);
+        float s = 0.0f;
+        for (int64_t j = 0; j < k; ++j) s += Elem::at(w + r * ldw, j) * Elem::at(a + c * lda, j);
         out[r * ldo_w + c * ldo_a] = s;
       }
     }
+#endif
   }
 };
 

@@ -1,9 +1,8 @@
-// rope: rotates pairs of each head by theta_j = pos * freq_scale * freq_base^(-2j / n_dims).
+// rope: rotates pairs of each head by the angles of core::rope_angles (see op.h).
 //
 // kNormal pairs are (x[2j], x[2j+1]), kNeox pairs (x[j], x[j + n_dims/2]); elements past n_dims
-// are copied. The angles are computed in double and their cos/sin rounded once to f32, so large
-// positions lose no accuracy; each thread caches them for the position it is working on, since
-// all heads of a token share them.
+// are copied. Each thread caches the cos/sin for the position it is working on, since all heads
+// of a token share them.
 #include <cmath>
 #include <cstring>
 
@@ -22,13 +21,7 @@ inline void store_f32(uint8_t* p, float v) {
 }
 
 void fill_angles(const core::RopeParams& rp, int32_t pos, float* cos_out, float* sin_out) {
-  const int32_t half = rp.n_dims / 2;
-  for (int32_t j = 0; j < half; ++j) {
-    const double theta = static_cast<double>(pos) * static_cast<double>(rp.freq_scale) *
-                         std::pow(static_cast<double>(rp.freq_base), -2.0 * j / rp.n_dims);
-    cos_out[j] = static_cast<float>(std::cos(theta));
-    sin_out[j] = static_cast<float>(std::sin(theta));
-  }
+  core::rope_angles(rp, pos, cos_out, sin_out);
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ void rms_norm(const Tensor& dst) {
   });
 }
 
-// Pair j rotates by theta_j = pos * freq_scale * freq_base^(-2j / n_dims); kNormal pairs
+// Pair j rotates by the angle core::rope_angles defines; kNormal pairs
 // (2j, 2j + 1), kNeox pairs (j, j + n_dims / 2); elements from n_dims on are copied.
 void rope(const Tensor& dst) {
   const Tensor& a = *dst.src[0];
@@ -102,17 +102,16 @@ void rope(const Tensor& dst) {
   const auto& p = std::get<core::RopeParams>(dst.params);
   const int64_t half = p.n_dims / 2;
   for_each_row(dst, [&](int64_t i1, int64_t i2, int64_t i3) {
-    const double position = get_i32(pos, i2);
+    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    core::rope_angles(p, get_i32(pos, i2), cos_t.data(), sin_t.data());
     for (int64_t j = 0; j < half; ++j) {
-      const double theta =
-          position * p.freq_scale *
-          std::pow(static_cast<double>(p.freq_base), -2.0 * static_cast<double>(j) / p.n_dims);
+      const double c = cos_t[static_cast<size_t>(j)], sn = sin_t[static_cast<size_t>(j)];
       const int64_t first = p.mode == core::RopeMode::kNeox ? j : 2 * j;
       const int64_t second = p.mode == core::RopeMode::kNeox ? j + half : 2 * j + 1;
       const double x0 = get(a, first, i1, i2, i3);
       const double x1 = get(a, second, i1, i2, i3);
-      set(dst, first, i1, i2, i3, static_cast<float>(x0 * std::cos(theta) - x1 * std::sin(theta)));
-      set(dst, second, i1, i2, i3, static_cast<float>(x0 * std::sin(theta) + x1 * std::cos(theta)));
+      set(dst, first, i1, i2, i3, static_cast<float>(x0 * c - x1 * sn));
+      set(dst, second, i1, i2, i3, static_cast<float>(x0 * sn + x1 * c));
     }
     for (int64_t i0 = p.n_dims; i0 < a.ne[0]; ++i0)
       set(dst, i0, i1, i2, i3, get(a, i0, i1, i2, i3));
