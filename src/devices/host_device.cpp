@@ -1,0 +1,49 @@
+#include "devices/host_device.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "cpu/cpu_backend.h"
+
+namespace strata::devices {
+
+backend::DeviceMemory HostDevice::memory() const {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long avail = sysconf(_SC_AVPHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  backend::DeviceMemory m;
+  if (pages > 0 && page > 0) m.total = static_cast<size_t>(pages) * static_cast<size_t>(page);
+  if (avail > 0 && page > 0) m.free = static_cast<size_t>(avail) * static_cast<size_t>(page);
+  return m;
+}
+
+bool HostDevice::supports_op(const core::Tensor& node) const {
+  // The CPU kernels cover every op for every type core can convert.
+  for (const core::Tensor* s : node.src) {
+    if (s != nullptr && !core::is_computable(s->type)) return false;
+  }
+  return core::is_computable(node.type);
+}
+
+Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
+    const backend::BackendOptions& options) {
+  if (options.n_threads < 1 || options.n_threads > 1024) {
+    return error(ErrorCode::kInvalidArgument,
+                 "cpu: thread count " + std::to_string(options.n_threads) + " is out of range");
+  }
+  return std::unique_ptr<backend::Backend>(new cpu::CpuBackend(*this, options.n_threads));
+}
+
+HostDevice& host_device() {
+  static HostDevice instance;
+  return instance;
+}
+
+int available_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+}  // namespace strata::devices

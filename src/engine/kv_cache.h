@@ -1,0 +1,53 @@
+// The KV cache: per layer K and V rows, one per cell, and the position each cell holds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/context.h"
+#include "core/status.h"
+#include "memory/buffer.h"
+#include "model/llama_graph.h"
+#include "model/llama_hparams.h"
+
+namespace strata::engine {
+
+struct KvCacheConfig {
+  int64_t n_cells = 0;                ///< context size in tokens
+  core::Type type_k = core::Type::kF16;
+  core::Type type_v = core::Type::kF16;
+};
+
+/// One sequence's cache. Cells [0, used) hold positions 0..used-1 in order; a micro-batch
+/// appends after them.
+class KvCache {
+ public:
+  static Result<std::unique_ptr<KvCache>> create(const model::LlamaHparams& hp,
+                                                 const KvCacheConfig& config,
+                                                 memory::BufferType& type);
+
+  const model::KvCacheTensors& tensors() const { return tensors_; }
+  int64_t size() const { return static_cast<int64_t>(cell_pos_.size()); }
+  int64_t used() const { return used_; }
+  /// Position held by a cell, or -1 when empty.
+  int32_t cell_pos(int64_t cell) const { return cell_pos_[static_cast<size_t>(cell)]; }
+  size_t bytes() const;
+
+  /// Claims the next `n` cells for positions `first_pos`, first_pos + 1, ... and returns the
+  /// first cell; kOutOfRange when the cache is full (nothing changes then).
+  Result<int64_t> append(int64_t n, int32_t first_pos);
+  /// Gives back the last `n` claimed cells (a failed run must not leave stale cells).
+  void rollback(int64_t n);
+  /// Empties every cell.
+  void clear();
+
+ private:
+  core::Context ctx_;
+  model::KvCacheTensors tensors_;
+  std::unique_ptr<memory::Buffer> buffer_;
+  std::vector<int32_t> cell_pos_;
+  int64_t used_ = 0;
+};
+
+}  // namespace strata::engine

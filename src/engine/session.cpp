@@ -1,0 +1,134 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/llama_graph.h"
+
+namespace strata::engine {
+namespace {
+
+Status invalid(const std::string& what) { return error(ErrorCode::kInvalidArgument, what); }
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::create(const model::Model& model, backend::Device& device,
+                                                 const SessionParams& params) {
+  const auto& hp = model.hparams();
+  SessionParams p = params;
+  if (p.n_ctx < 0) return invalid("context size must not be negative");
+  if (p.n_ctx == 0) p.n_ctx = hp.n_ctx_train;
+  if (p.n_batch < 1) return invalid("batch size must be at least 1");
+  if (p.n_ubatch < 1) return invalid("micro-batch size must be at least 1");
+  p.n_ubatch = std::min(p.n_ubatch, p.n_batch);
+
+  std::unique_ptr<Session> s(new Session());
+  s->model_ = &model;
+  s->params_ = p;
+  auto be = device.make_backend({p.n_threads});
+  if (!be.ok()) return be.status();
+  s->backend_ = std::move(be).value();
+  auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v}, device.buffer_type());
+  if (!cache.ok()) return cache.status();
+  s->cache_ = std::move(cache).value();
+  s->galloc_ = std::make_unique<memory::GraphAllocator>(device.buffer_type());
+
+  // Size the compute buffer once, for the largest micro-batch over a full cache.
+  core::Context ctx;
+  const int64_t n = std::min(p.n_ubatch, p.n_ctx);
+  auto g = model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(),
+                                    {n, p.n_ctx, n});
+  if (!ctx.ok()) return ctx.status().with_context("building the graph");
+  STRATA_RETURN_IF_ERROR(s->galloc_->reserve(g.graph));
+  return s;
+}
+
+Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return invalid("decode: no tokens");
+  if (n > params_.n_batch) {
+    return invalid("decode: " + std::to_string(n) + " tokens exceed the batch size " +
+                   std::to_string(params_.n_batch));
+  }
+  if (n_past() + n > n_ctx()) {
+    return error(ErrorCode::kOutOfRange,
+                 "context overflow: " + std::to_string(n_past()) + " cached + " +
+                     std::to_string(n) + " new tokens exceed the context size of " +
+                     std::to_string(n_ctx()) + " (raise -c)");
+  }
+  const int32_t n_vocab = model_->tokenizer().n_vocab();
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= n_vocab) return invalid("decode: token id " + std::to_string(t) + " is out of range");
+  }
+  const int64_t start = n_past();
+  std::vector<float> out;
+  for (int64_t i = 0; i < n; i += params_.n_ubatch) {
+    const int64_t len = std::min(params_.n_ubatch, n - i);
+    const bool last = i + len == n;
+    Status st = run_ubatch(tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)),
+                           all_logits, out);
+    if (!st.ok()) {
+      cache_->rollback(n_past() - start);
+      return st;
+    }
+    if (!all_logits && !last) out.clear();
+  }
+  logits_ = std::move(out);
+  return {};
+}
+
+Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& out) {
+  const auto& hp = model_->hparams();
+  const auto T = static_cast<int64_t>(tokens.size());
+  const auto first_pos = static_cast<int32_t>(n_past());
+  auto first_cell = cache_->append(T, first_pos);
+  if (!first_cell.ok()) return first_cell.status();
+
+  model::LlamaBatchShape shape{T, cache_->used(), all_logits ? T : 1};
+  core::Context ctx;
+  auto g = model::build_llama_graph(ctx, hp, model_->weights(), cache_->tensors(), shape);
+  if (!ctx.ok()) return ctx.status().with_context("building the graph");
+  STRATA_RETURN_IF_ERROR(galloc_->allocate(g.graph));
+
+  std::vector<int32_t> pos(static_cast<size_t>(T)), slots(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i) {
+    pos[static_cast<size_t>(i)] = first_pos + static_cast<int32_t>(i);
+    slots[static_cast<size_t>(i)] = static_cast<int32_t>(*first_cell + i);
+  }
+  // Causal mask: token t sees every cell holding a position up to its own.
+  std::vector<float> mask(static_cast<size_t>(shape.n_kv * T));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t c = 0; c < shape.n_kv; ++c) {
+      const int32_t cp = cache_->cell_pos(c);
+      const bool visible = cp >= 0 && cp <= pos[static_cast<size_t>(t)];
+      mask[static_cast<size_t>(t * shape.n_kv + c)] = visible ? 0.0f : -INFINITY;
+    }
+  }
+  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.tokens, tokens.data(), 0, tokens.size_bytes()));
+  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.positions, pos.data(), 0, pos.size() * 4));
+  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.kv_slots, slots.data(), 0, slots.size() * 4));
+  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.kq_mask, mask.data(), 0, mask.size() * 4));
+  if (g.out_ids != nullptr) {
+    const int32_t last = static_cast<int32_t>(T - 1);
+    STRATA_RETURN_IF_ERROR(backend_->set_async(*g.out_ids, &last, 0, sizeof last));
+  }
+  STRATA_RETURN_IF_ERROR(backend_->compute_async(g.graph));
+  const size_t old = out.size();
+  out.resize(old + static_cast<size_t>(g.logits->nelements()));
+  STRATA_RETURN_IF_ERROR(backend_->get_async(*g.logits, out.data() + old, 0, g.logits->nbytes()));
+  return backend_->synchronize();
+}
+
+int64_t Session::n_outputs() const {
+  return static_cast<int64_t>(logits_.size()) / model_->hparams().n_vocab;
+}
+
+std::span<const float> Session::logits(int64_t i) const {
+  const auto nv = static_cast<size_t>(model_->hparams().n_vocab);
+  if (i < 0) i += n_outputs();
+  if (i < 0 || i >= n_outputs()) return {};
+  return std::span<const float>(logits_).subspan(static_cast<size_t>(i) * nv, nv);
+}
+
+}  // namespace strata::engine

@@ -1,0 +1,39 @@
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+void print_usage() {
+  std::fputs(
+      "usage: strata <command> [flags]\n"
+      "commands:\n"
+      "  run       generate text from a GGUF model (strata run -m MODEL -p PROMPT -n N)\n"
+      "  inspect   print a GGUF file's metadata and tensor table (strata inspect MODEL)\n"
+      "  synth     write a random-weight Llama model (strata synth --preset P --type T -o OUT)\n"
+      "run 'strata <command> --help' for the flags of a command\n",
+      stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "run") return strata::tools::run_command(args);
+  if (cmd == "inspect") return strata::tools::inspect_command(args);
+  if (cmd == "synth") return strata::tools::synth_command(args);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    print_usage();
+    return 0;
+  }
+  std::fprintf(stderr, "strata: unknown command '%s'\n", cmd.c_str());
+  print_usage();
+  return 2;
+}

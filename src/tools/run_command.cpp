@@ -1,0 +1,158 @@
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "devices/host_device.h"
+#include "engine/generate.h"
+#include "engine/session.h"
+#include "model/model.h"
+#include "tools/commands.h"
+#include "tools/flags.h"
+
+namespace strata::tools {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  int64_t n_predict = 128;
+  int64_t threads = 0;
+  int64_t ctx = 0;
+  int64_t batch = 2048;
+  int64_t ubatch = 512;
+  int64_t top_k = 40;
+  int64_t repeat_last_n = 64;
+  int64_t seed = -1;
+  float temp = 0.8f;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
+  bool help = false;
+};
+
+void add_flags(FlagSet& f, RunOptions& o) {
+  f.add_string({"-m", "--model"}, &o.model, "GGUF model file");
+  f.add_string({"-p", "--prompt"}, &o.prompt, "prompt text");
+  f.add_int({"-n", "--n-predict"}, &o.n_predict, "tokens to generate (-1: until end of text)");
+  f.add_int({"-t", "--threads"}, &o.threads, "worker threads (default: all cores)");
+  f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: the model's)");
+  f.add_int({"-b", "--batch-size"}, &o.batch, "tokens per decode call (2048)");
+  f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
+  f.add_float({"--temp"}, &o.temp, "temperature; 0 is greedy (0.8)");
+  f.add_int({"--top-k"}, &o.top_k, "top-k filter; 0 disables (40)");
+  f.add_float({"--top-p"}, &o.top_p, "top-p filter; 1 disables (0.95)");
+  f.add_float({"--min-p"}, &o.min_p, "min-p filter; 0 disables (0.05)");
+  f.add_float({"--repeat-penalty"}, &o.repeat_penalty, "repetition penalty; 1 disables (1.0)");
+  f.add_int({"--repeat-last-n"}, &o.repeat_last_n, "tokens the penalty looks back (64)");
+  f.add_int({"-s", "--seed"}, &o.seed, "random seed (-1: random)");
+  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k, "K cache type: f32, f16, bf16, q8_0 (f16)");
+  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v, "V cache type: f32, f16, bf16 (f16)");
+  f.add_bool({"-h", "--help"}, &o.help, "show this help");
+}
+
+Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return error(ErrorCode::kInvalidArgument, std::string(flag) + " must be in [" +
+                                                  std::to_string(lo) + ", " + std::to_string(hi) +
+                                                  "], got " + std::to_string(v));
+  }
+  return {};
+}
+
+Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
+  auto t = core::type_from_name(name);
+  const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 || *t == core::Type::kBF16 ||
+                        (allow_quantized && *t == core::Type::kQ8_0));
+  if (!ok) return error(ErrorCode::kInvalidArgument, std::string(flag) + ": unsupported cache type '" + name + "'");
+  return *t;
+}
+
+Status validate(const RunOptions& o) {
+  if (o.model.empty()) {
+    return error(ErrorCode::kInvalidArgument, "no model given: pass a GGUF file with -m FILE.gguf");
+  }
+  STRATA_RETURN_IF_ERROR(check_range("-n", o.n_predict, -1, int64_t{1} << 30));
+  STRATA_RETURN_IF_ERROR(check_range("-t", o.threads, 0, 1024));
+  STRATA_RETURN_IF_ERROR(check_range("-c", o.ctx, 0, int64_t{1} << 24));
+  STRATA_RETURN_IF_ERROR(check_range("-b", o.batch, 1, int64_t{1} << 20));
+  STRATA_RETURN_IF_ERROR(check_range("-ub", o.ubatch, 1, int64_t{1} << 20));
+  STRATA_RETURN_IF_ERROR(check_range("--top-k", o.top_k, 0, int64_t{1} << 30));
+  STRATA_RETURN_IF_ERROR(check_range("--repeat-last-n", o.repeat_last_n, 0, int64_t{1} << 20));
+  if (o.top_p <= 0.0f || o.top_p > 1.0f) return error(ErrorCode::kInvalidArgument, "--top-p must be in (0, 1]");
+  if (o.min_p < 0.0f || o.min_p > 1.0f) return error(ErrorCode::kInvalidArgument, "--min-p must be in [0, 1]");
+  if (o.repeat_penalty <= 0.0f) return error(ErrorCode::kInvalidArgument, "--repeat-penalty must be positive");
+  return {};
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  RunOptions o;
+  FlagSet flags;
+  add_flags(flags, o);
+  if (Status st = flags.parse(args); !st.ok()) return report_error("run", st);
+  if (o.help) {
+    std::printf("usage: strata run -m MODEL -p PROMPT [flags]\n%s", flags.usage().c_str());
+    return 0;
+  }
+  if (Status st = validate(o); !st.ok()) return report_error("run", st);
+  auto type_k = cache_type("--cache-type-k", o.cache_type_k, true);
+  if (!type_k.ok()) return report_error("run", type_k.status());
+  auto type_v = cache_type("--cache-type-v", o.cache_type_v, false);
+  if (!type_v.ok()) return report_error("run", type_v.status());
+
+  const auto t_load = std::chrono::steady_clock::now();
+  auto& device = devices::host_device();
+  auto model = model::Model::load(o.model, device.buffer_type());
+  if (!model.ok()) return report_error("run", model.status());
+  engine::SessionParams sp;
+  sp.n_ctx = o.ctx;
+  sp.n_batch = o.batch;
+  sp.n_ubatch = o.ubatch;
+  sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
+  sp.type_k = *type_k;
+  sp.type_v = *type_v;
+  auto session = engine::Session::create(**model, device, sp);
+  if (!session.ok()) return report_error("run", session.status());
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
+
+  engine::GenerateParams gp;
+  gp.prompt = o.prompt;
+  gp.n_predict = static_cast<int32_t>(o.n_predict);
+  gp.sampling.temperature = o.temp;
+  gp.sampling.top_k = static_cast<int32_t>(o.top_k);
+  gp.sampling.top_p = o.top_p;
+  gp.sampling.min_p = o.min_p;
+  gp.sampling.repeat_penalty = o.repeat_penalty;
+  gp.sampling.repeat_last_n = static_cast<int32_t>(o.repeat_last_n);
+  gp.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed)
+                                 : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+
+  std::fputs(o.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  auto stats = engine::generate(**session, gp, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!stats.ok()) return report_error("run", stats.status());
+
+  const auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
+  std::fprintf(stderr, "load: %.1f ms (%s, %d threads, context %lld)\n", load_s * 1e3,
+               memory::format_bytes((*model)->weight_bytes()).c_str(), sp.n_threads,
+               static_cast<long long>((*session)->n_ctx()));
+  std::fprintf(stderr, "prompt: %lld tokens in %.1f ms, %.2f tokens/s\n",
+               static_cast<long long>(stats->n_prompt), stats->prompt_seconds * 1e3,
+               rate(stats->n_prompt, stats->prompt_seconds));
+  std::fprintf(stderr, "generation: %lld tokens in %.1f ms, %.2f tokens/s\n",
+               static_cast<long long>(stats->n_generated), stats->generate_seconds * 1e3,
+               rate(stats->n_generated, stats->generate_seconds));
+  return 0;
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,98 @@
+// Runs the `strata` binary as a user would and checks output, messages and exit codes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(STRATA_BIN) + " " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return o;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+const std::string kStories = std::string(STRATA_SHARED_DIR) + "/models/stories260K.gguf";
+
+bool have_stories() { return std::filesystem::exists(kStories); }
+
+TEST(Cli, RunGeneratesGreedyTextAndReportsSpeed) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0 -t 2");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("Once upon a time, there was a little girl named Lily."));
+  EXPECT_THAT(o.out, ::testing::HasSubstr("tokens/s"));
+}
+
+TEST(Cli, UnknownFlagIsAUsageError) {
+  const Outcome o = run("run --bogus 3");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("unknown flag '--bogus'"));
+}
+
+TEST(Cli, BadFlagValueIsAUsageError) {
+  EXPECT_THAT(run("run -m x.gguf -t lots").out, ::testing::HasSubstr("invalid value 'lots' for -t"));
+  EXPECT_EQ(run("run -m x.gguf -n").exit_code, 2);
+  EXPECT_EQ(run("run -m x.gguf --top-p 2").exit_code, 2);
+}
+
+TEST(Cli, MissingModelSaysHowToPassOne) {
+  const Outcome o = run("run -p hi");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("-m FILE.gguf"));
+}
+
+TEST(Cli, MissingFileIsAClearError) {
+  const Outcome o = run("run -m /nonexistent/model.gguf -p hi");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("/nonexistent/model.gguf"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
+TEST(Cli, PromptLongerThanContextIsAClearError) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("run -m " + kStories + " -c 8 -p 'Once upon a time there was a big dog' -n 4");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("context"));
+}
+
+TEST(Cli, CorruptFileIsAClearError) {
+  const std::string path = std::string(STRATA_TEST_TMPDIR) + "/corrupt.gguf";
+  std::ofstream(path, std::ios::binary) << "GGUF\x03\x00\x00\x00garbage";
+  const Outcome o = run("run -m " + path + " -p hi");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("gguf"));
+}
+
+TEST(Cli, InspectPrintsMetadataAndTensors) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("inspect " + kStories);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("general.architecture"));
+  EXPECT_THAT(o.out, ::testing::HasSubstr("token_embd.weight"));
+  EXPECT_THAT(o.out, ::testing::HasSubstr("blk.4.ffn_down.weight"));
+}
+
+TEST(Cli, UnknownCommandIsAUsageError) {
+  EXPECT_EQ(run("frobnicate").exit_code, 2);
+}
+
+}  // namespace
