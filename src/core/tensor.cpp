@@ -8,9 +8,8 @@ size_t Tensor::nbytes() const {
   if (nelements() == 0) return 0;
   // Bytes from element 0 to one past the last element, whatever the strides' order. Plain
   // types may stride along dim 0 (a transposed view); blocks are always dense within a row.
-  size_t bytes = block_size(type) == 1
-                     ? type_size(type) + static_cast<size_t>(ne[0] - 1) * nb[0]
-                     : row_size(type, ne[0]);
+  size_t bytes = block_size(type) == 1 ? type_size(type) + static_cast<size_t>(ne[0] - 1) * nb[0]
+                                       : row_size(type, ne[0]);
   for (int i = 1; i < kMaxDims; ++i) bytes += static_cast<size_t>(ne[i] - 1) * nb[i];
   return bytes;
 }

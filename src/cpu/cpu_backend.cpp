@@ -9,11 +9,13 @@ namespace strata::cpu {
 namespace {
 
 Status check_access(const core::Tensor& t, size_t offset, size_t size) {
-  if (t.data == nullptr) return error(ErrorCode::kInternal, "tensor '" + t.name + "' is not placed");
+  if (t.data == nullptr)
+    return error(ErrorCode::kInternal, "tensor '" + t.name + "' is not placed");
   if (offset > t.nbytes() || size > t.nbytes() - offset) {
-    return error(ErrorCode::kInvalidArgument,
-                 "copy of " + std::to_string(size) + " bytes at " + std::to_string(offset) +
-                     " is outside tensor '" + t.name + "' (" + std::to_string(t.nbytes()) + " bytes)");
+    return error(ErrorCode::kInvalidArgument, "copy of " + std::to_string(size) + " bytes at " +
+                                                  std::to_string(offset) + " is outside tensor '" +
+                                                  t.name + "' (" + std::to_string(t.nbytes()) +
+                                                  " bytes)");
   }
   return {};
 }

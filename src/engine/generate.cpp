@@ -45,7 +45,7 @@ Result<GenerateStats> generate(Session& session, const GenerateParams& params,
     stats.tokens.push_back(next);
     ++stats.n_generated;
     on_text(tok.token_to_piece(next));
-    if (session.n_past() >= session.n_ctx()) break;  // context full: stop cleanly
+    if (session.n_past() >= session.n_ctx()) break;                 // context full: stop cleanly
     if (params.n_predict >= 0 && n + 1 == params.n_predict) break;  // last token needs no decode
     STRATA_RETURN_IF_ERROR(session.decode(std::span(&next, 1)));
   }

@@ -15,7 +15,8 @@ namespace strata::engine {
 
 struct GenerateParams {
   std::string prompt;
-  int32_t n_predict = 128;  ///< tokens to generate; -1 runs until end of generation or a full context
+  int32_t n_predict =
+      128;  ///< tokens to generate; -1 runs until end of generation or a full context
   SamplerParams sampling;
 };
 

@@ -8,7 +8,8 @@ namespace strata::engine {
 Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
                                                  const KvCacheConfig& config,
                                                  memory::BufferType& type) {
-  if (config.n_cells <= 0) return error(ErrorCode::kInvalidArgument, "kv cache: size must be positive");
+  if (config.n_cells <= 0)
+    return error(ErrorCode::kInvalidArgument, "kv cache: size must be positive");
   for (core::Type t : {config.type_k, config.type_v}) {
     if (!core::is_computable(t) || t == core::Type::kI32 ||
         hp.n_embd_kv() % core::block_size(t) != 0) {
@@ -22,8 +23,10 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
   auto round = [align](size_t n) { return (n + align - 1) / align * align; };
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "cache_" + std::to_string(il);
-    core::Tensor* k = cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_k");
-    core::Tensor* v = cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_v");
+    core::Tensor* k =
+        cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_k");
+    core::Tensor* v =
+        cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_v");
     cache->tensors_.k.push_back(k);
     cache->tensors_.v.push_back(v);
     total += round(k->nbytes()) + round(v->nbytes());
@@ -32,8 +35,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
   if (!buf.ok()) {
     return error(ErrorCode::kOutOfMemory, "kv cache: " + std::string(type.name()) + " needs " +
                                               memory::format_bytes(total) + " for " +
-                                              std::to_string(config.n_cells) + " cells: " +
-                                              buf.status().message());
+                                              std::to_string(config.n_cells) +
+                                              " cells: " + buf.status().message());
   }
   cache->buffer_ = std::move(buf).value();
   // Zeroed so cells a mask hides can never inject NaN or inf into attention.
@@ -47,7 +50,9 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
   return cache;
 }
 
-size_t KvCache::bytes() const { return buffer_ ? buffer_->size() : 0; }
+size_t KvCache::bytes() const {
+  return buffer_ ? buffer_->size() : 0;
+}
 
 Result<int64_t> KvCache::append(int64_t n, int32_t first_pos) {
   if (n < 0 || used_ + n > size()) {
@@ -56,7 +61,8 @@ Result<int64_t> KvCache::append(int64_t n, int32_t first_pos) {
                                              std::to_string(size()));
   }
   const int64_t first = used_;
-  for (int64_t i = 0; i < n; ++i) cell_pos_[static_cast<size_t>(first + i)] = first_pos + static_cast<int32_t>(i);
+  for (int64_t i = 0; i < n; ++i)
+    cell_pos_[static_cast<size_t>(first + i)] = first_pos + static_cast<int32_t>(i);
   used_ += n;
   return first;
 }

@@ -14,7 +14,7 @@
 namespace strata::engine {
 
 struct KvCacheConfig {
-  int64_t n_cells = 0;                ///< context size in tokens
+  int64_t n_cells = 0;  ///< context size in tokens
   core::Type type_k = core::Type::kF16;
   core::Type type_v = core::Type::kF16;
 };

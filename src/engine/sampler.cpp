@@ -25,7 +25,8 @@ Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.see
 
 void Sampler::accept(int32_t token) {
   recent_.push_back(token);
-  while (static_cast<int32_t>(recent_.size()) > std::max(params_.repeat_last_n, 0)) recent_.pop_front();
+  while (static_cast<int32_t>(recent_.size()) > std::max(params_.repeat_last_n, 0))
+    recent_.pop_front();
 }
 
 void Sampler::penalize(std::vector<Candidate>& c) const {
@@ -92,7 +93,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
   }
   for (Candidate& x : c) x.logit /= params_.temperature;
   probs();
-  std::discrete_distribution<size_t> dist(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(c.size()));
+  std::discrete_distribution<size_t> dist(p.begin(),
+                                          p.begin() + static_cast<std::ptrdiff_t>(c.size()));
   return c[dist(rng_)].id;
 }
 

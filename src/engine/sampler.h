@@ -13,7 +13,7 @@ struct SamplerParams {
   float temperature = 0.8f;  ///< <= 0 picks the most likely token (greedy)
   int32_t top_k = 40;        ///< keep the k most likely; <= 0 keeps all
   float top_p = 0.95f;       ///< keep the smallest set with this much probability; 1 keeps all
-  float min_p = 0.05f;       ///< drop tokens less likely than min_p * the top probability; 0 keeps all
+  float min_p = 0.05f;  ///< drop tokens less likely than min_p * the top probability; 0 keeps all
   float repeat_penalty = 1.0f;  ///< > 1 discourages tokens seen in the last repeat_last_n
   int32_t repeat_last_n = 64;
   uint64_t seed = 0xC0FFEE;

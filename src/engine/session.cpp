@@ -9,7 +9,9 @@
 namespace strata::engine {
 namespace {
 
-Status invalid(const std::string& what) { return error(ErrorCode::kInvalidArgument, what); }
+Status invalid(const std::string& what) {
+  return error(ErrorCode::kInvalidArgument, what);
+}
 
 }  // namespace
 
@@ -37,8 +39,8 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   // Size the compute buffer once, for the largest micro-batch over a full cache.
   core::Context ctx;
   const int64_t n = std::min(p.n_ubatch, p.n_ctx);
-  auto g = model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(),
-                                    {n, p.n_ctx, n});
+  auto g =
+      model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(), {n, p.n_ctx, n});
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
   STRATA_RETURN_IF_ERROR(s->galloc_->reserve(g.graph));
   return s;
@@ -52,14 +54,15 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
                    std::to_string(params_.n_batch));
   }
   if (n_past() + n > n_ctx()) {
-    return error(ErrorCode::kOutOfRange,
-                 "context overflow: " + std::to_string(n_past()) + " cached + " +
-                     std::to_string(n) + " new tokens exceed the context size of " +
-                     std::to_string(n_ctx()) + " (raise -c)");
+    return error(ErrorCode::kOutOfRange, "context overflow: " + std::to_string(n_past()) +
+                                             " cached + " + std::to_string(n) +
+                                             " new tokens exceed the context size of " +
+                                             std::to_string(n_ctx()) + " (raise -c)");
   }
   const int32_t n_vocab = model_->tokenizer().n_vocab();
   for (int32_t t : tokens) {
-    if (t < 0 || t >= n_vocab) return invalid("decode: token id " + std::to_string(t) + " is out of range");
+    if (t < 0 || t >= n_vocab)
+      return invalid("decode: token id " + std::to_string(t) + " is out of range");
   }
   const int64_t start = n_past();
   std::vector<float> out;
@@ -78,7 +81,8 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
   return {};
 }
 
-Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& out) {
+Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits,
+                           std::vector<float>& out) {
   const auto& hp = model_->hparams();
   const auto T = static_cast<int64_t>(tokens.size());
   const auto first_pos = static_cast<int32_t>(n_past());

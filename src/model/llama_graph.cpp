@@ -36,9 +36,11 @@ Tensor* attention(core::Context& ctx, const LlamaHparams& hp, const LlamaLayerWe
   rp.freq_base = hp.rope_freq_base;
   rp.freq_scale = hp.rope_freq_scale;
 
-  Tensor* q = core::reshape(ctx, named(core::mul_mat(ctx, l.wq, cur), p + "q"), {hd, hp.n_head, T, 1});
+  Tensor* q =
+      core::reshape(ctx, named(core::mul_mat(ctx, l.wq, cur), p + "q"), {hd, hp.n_head, T, 1});
   q = named(core::rope(ctx, q, g.positions, rp), p + "q_rope");
-  Tensor* k = core::reshape(ctx, named(core::mul_mat(ctx, l.wk, cur), p + "k"), {hd, hp.n_head_kv, T, 1});
+  Tensor* k =
+      core::reshape(ctx, named(core::mul_mat(ctx, l.wk, cur), p + "k"), {hd, hp.n_head_kv, T, 1});
   k = named(core::rope(ctx, k, g.positions, rp), p + "k_rope");
   Tensor* v = named(core::mul_mat(ctx, l.wv, cur), p + "v");
 
@@ -51,17 +53,17 @@ Tensor* attention(core::Context& ctx, const LlamaHparams& hp, const LlamaLayerWe
   const size_t head = core::row_size(k_cache->type, hd);
   Tensor* keys = core::view(ctx, k_written, {hd, s.n_kv, hp.n_head_kv, 1},
                             {k_cache->nb[0], row, head, row * s.n_kv}, 0);
-  Tensor* values = core::view(ctx, v_written, {hd, s.n_kv, hp.n_head_kv, 1},
-                              {v_cache->nb[0], v_cache->nb[1], core::row_size(v_cache->type, hd),
-                               v_cache->nb[1] * s.n_kv},
-                              0);
+  Tensor* values = core::view(
+      ctx, v_written, {hd, s.n_kv, hp.n_head_kv, 1},
+      {v_cache->nb[0], v_cache->nb[1], core::row_size(v_cache->type, hd), v_cache->nb[1] * s.n_kv},
+      0);
 
-  Tensor* qp = core::permute(ctx, q, {0, 2, 1, 3});                         // [hd, T, n_head]
-  Tensor* kq = named(core::mul_mat(ctx, keys, qp), p + "kq");               // [n_kv, T, n_head]
+  Tensor* qp = core::permute(ctx, q, {0, 2, 1, 3});            // [hd, T, n_head]
+  Tensor* kq = named(core::mul_mat(ctx, keys, qp), p + "kq");  // [n_kv, T, n_head]
   kq = named(core::soft_max(ctx, kq, g.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd))),
              p + "kq_soft_max");
-  Tensor* vt = core::transpose(ctx, values);                                // [n_kv, hd, n_head_kv]
-  Tensor* kqv = named(core::mul_mat(ctx, vt, kq), p + "kqv");               // [hd, T, n_head]
+  Tensor* vt = core::transpose(ctx, values);                   // [n_kv, hd, n_head_kv]
+  Tensor* kqv = named(core::mul_mat(ctx, vt, kq), p + "kqv");  // [hd, T, n_head]
   Tensor* merged = named(core::cont(ctx, core::permute(ctx, kqv, {0, 2, 1, 3})), p + "kqv_merged");
   return core::reshape(ctx, merged, {hp.n_embd, T, 1, 1});
 }

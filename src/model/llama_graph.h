@@ -32,8 +32,9 @@ struct LlamaGraph {
   core::Tensor* positions = nullptr;  ///< I32 [n_tokens]
   core::Tensor* kv_slots = nullptr;   ///< I32 [n_tokens]: cache cell each token's K/V goes to
   core::Tensor* kq_mask = nullptr;    ///< F32 [n_kv, n_tokens]: 0 where visible, -inf elsewhere
-  core::Tensor* out_ids = nullptr;    ///< I32 [n_outputs]: rows whose logits are wanted; null when all are
-  core::Tensor* logits = nullptr;     ///< F32 [n_vocab, n_outputs]
+  core::Tensor* out_ids =
+      nullptr;  ///< I32 [n_outputs]: rows whose logits are wanted; null when all are
+  core::Tensor* logits = nullptr;  ///< F32 [n_vocab, n_outputs]
 };
 
 /// Builds the graph (pure metadata). Nodes get stable names ("blk.3.attn_out"), so the same

@@ -5,7 +5,9 @@
 namespace strata::model {
 namespace {
 
-Status malformed(const std::string& what) { return error(ErrorCode::kMalformed, "model: " + what); }
+Status malformed(const std::string& what) {
+  return error(ErrorCode::kMalformed, "model: " + what);
+}
 
 // Reads a positive integer under `key`, or `fallback` when absent (fallback < 0: required).
 Result<int64_t> positive(const gguf::File& f, const std::string& key, int64_t fallback = -1) {
@@ -34,8 +36,8 @@ Result<LlamaHparams> read_llama_hparams(const gguf::File& f) {
   auto arch = f.get_string("general.architecture");
   if (!arch.ok()) return malformed("missing 'general.architecture'");
   if (*arch != "llama") {
-    return error(ErrorCode::kUnsupported, "model: unknown architecture '" + *arch +
-                                              "' (supported: llama)");
+    return error(ErrorCode::kUnsupported,
+                 "model: unknown architecture '" + *arch + "' (supported: llama)");
   }
   LlamaHparams hp;
   Status st;
@@ -65,8 +67,8 @@ Result<LlamaHparams> read_llama_hparams(const gguf::File& f) {
   }
   take(hp.n_rot, positive(f, "llama.rope.dimension_count", hp.head_dim()));
   if (hp.n_rot > hp.head_dim() || hp.n_rot % 2 != 0) {
-    return malformed("rope dimension count " + std::to_string(hp.n_rot) + " does not fit head size " +
-                     std::to_string(hp.head_dim()));
+    return malformed("rope dimension count " + std::to_string(hp.n_rot) +
+                     " does not fit head size " + std::to_string(hp.head_dim()));
   }
   take(hp.rms_eps, real(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f));
   take(hp.rope_freq_base, real(f, "llama.rope.freq_base", 10000.0f));
@@ -76,7 +78,8 @@ Result<LlamaHparams> read_llama_hparams(const gguf::File& f) {
   if (factor == 0.0f) {
     auto type = f.get_string("llama.rope.scaling.type");
     if (type.ok() && *type != "linear" && *type != "none") {
-      return error(ErrorCode::kUnsupported, "model: rope scaling type '" + *type + "' is not supported");
+      return error(ErrorCode::kUnsupported,
+                   "model: rope scaling type '" + *type + "' is not supported");
     }
     take(factor, real(f, "llama.rope.scaling.factor", 0.0f));
   }

@@ -31,8 +31,9 @@ struct Loader {
         return nullptr;
       }
     }
-    const bool usable = f32_only ? info->type == core::Type::kF32
-                                 : core::is_computable(info->type) && info->type != core::Type::kI32;
+    const bool usable = f32_only
+                            ? info->type == core::Type::kF32
+                            : core::is_computable(info->type) && info->type != core::Type::kI32;
     if (!usable) {
       status = error(ErrorCode::kUnsupported, "model: tensor '" + name + "' has type " +
                                                   std::string(core::type_name(info->type)) +
@@ -63,8 +64,8 @@ Status place_all(const gguf::File& file, LlamaWeights& w, memory::BufferType& ty
   auto buf = type.allocate(total);
   if (!buf.ok()) {
     return error(ErrorCode::kOutOfMemory, std::string(type.name()) + " needs " +
-                                              memory::format_bytes(total) + " for the weights: " +
-                                              buf.status().message());
+                                              memory::format_bytes(total) +
+                                              " for the weights: " + buf.status().message());
   }
   size_t offset = 0;
   for (Tensor& t : w.ctx.tensors()) {

@@ -9,7 +9,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
   auto hp = read_llama_hparams(*file);
   if (!hp.ok()) return hp.status();
   const gguf::TensorInfo* embd = file->find_tensor("token_embd.weight");
-  if (embd == nullptr) return error(ErrorCode::kMalformed, "model: missing tensor 'token_embd.weight'");
+  if (embd == nullptr)
+    return error(ErrorCode::kMalformed, "model: missing tensor 'token_embd.weight'");
   hp->n_vocab = embd->ne[1];
   auto tok = Tokenizer::from_gguf(*file);
   if (!tok.ok()) return tok.status();

@@ -21,7 +21,8 @@ void FlagSet::add_int(std::vector<std::string> names, int64_t* out, std::string 
                       errno = 0;
                       char* end = nullptr;
                       const long long x = std::strtoll(v.c_str(), &end, 10);
-                      if (v.empty() || *end != '\0' || errno == ERANGE) return bad_value(name, v, "an integer");
+                      if (v.empty() || *end != '\0' || errno == ERANGE)
+                        return bad_value(name, v, "an integer");
                       *out = x;
                       return {};
                     },
@@ -33,7 +34,8 @@ void FlagSet::add_float(std::vector<std::string> names, float* out, std::string 
                     [out](const std::string& name, const std::string& v) -> Status {
                       char* end = nullptr;
                       const float x = std::strtof(v.c_str(), &end);
-                      if (v.empty() || *end != '\0' || !std::isfinite(x)) return bad_value(name, v, "a number");
+                      if (v.empty() || *end != '\0' || !std::isfinite(x))
+                        return bad_value(name, v, "a number");
                       *out = x;
                       return {};
                     },
@@ -89,7 +91,8 @@ Status FlagSet::parse(const std::vector<std::string>& args, std::vector<std::str
     const Flag* f = find(name);
     if (f == nullptr) return error(ErrorCode::kInvalidArgument, "unknown flag '" + name + "'");
     if (f->takes_value && !inline_value) {
-      if (i + 1 >= args.size()) return error(ErrorCode::kInvalidArgument, "flag " + name + " needs a value");
+      if (i + 1 >= args.size())
+        return error(ErrorCode::kInvalidArgument, "flag " + name + " needs a value");
       value = args[++i];
     } else if (!f->takes_value && inline_value) {
       return error(ErrorCode::kInvalidArgument, "flag " + name + " takes no value");

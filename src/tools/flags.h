@@ -24,7 +24,8 @@ class FlagSet {
   /// Parses args (without the program and subcommand names). Arguments that are not flags
   /// go to `positional` when given, else are errors. Unknown flags, missing or malformed
   /// values are kInvalidArgument naming the flag.
-  Status parse(const std::vector<std::string>& args, std::vector<std::string>* positional = nullptr);
+  Status parse(const std::vector<std::string>& args,
+               std::vector<std::string>* positional = nullptr);
   /// One line per flag.
   std::string usage() const;
 

@@ -48,7 +48,8 @@ void add_flags(FlagSet& f, RunOptions& o) {
   f.add_float({"--repeat-penalty"}, &o.repeat_penalty, "repetition penalty; 1 disables (1.0)");
   f.add_int({"--repeat-last-n"}, &o.repeat_last_n, "tokens the penalty looks back (64)");
   f.add_int({"-s", "--seed"}, &o.seed, "random seed (-1: random)");
-  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k, "K cache type: f32, f16, bf16, q8_0 (f16)");
+  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k,
+               "K cache type: f32, f16, bf16, q8_0 (f16)");
   f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v, "V cache type: f32, f16, bf16 (f16)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
 }
@@ -64,9 +65,11 @@ Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
 
 Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
   auto t = core::type_from_name(name);
-  const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 || *t == core::Type::kBF16 ||
-                        (allow_quantized && *t == core::Type::kQ8_0));
-  if (!ok) return error(ErrorCode::kInvalidArgument, std::string(flag) + ": unsupported cache type '" + name + "'");
+  const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 ||
+                        *t == core::Type::kBF16 || (allow_quantized && *t == core::Type::kQ8_0));
+  if (!ok)
+    return error(ErrorCode::kInvalidArgument,
+                 std::string(flag) + ": unsupported cache type '" + name + "'");
   return *t;
 }
 
@@ -81,9 +84,12 @@ Status validate(const RunOptions& o) {
   STRATA_RETURN_IF_ERROR(check_range("-ub", o.ubatch, 1, int64_t{1} << 20));
   STRATA_RETURN_IF_ERROR(check_range("--top-k", o.top_k, 0, int64_t{1} << 30));
   STRATA_RETURN_IF_ERROR(check_range("--repeat-last-n", o.repeat_last_n, 0, int64_t{1} << 20));
-  if (o.top_p <= 0.0f || o.top_p > 1.0f) return error(ErrorCode::kInvalidArgument, "--top-p must be in (0, 1]");
-  if (o.min_p < 0.0f || o.min_p > 1.0f) return error(ErrorCode::kInvalidArgument, "--min-p must be in [0, 1]");
-  if (o.repeat_penalty <= 0.0f) return error(ErrorCode::kInvalidArgument, "--repeat-penalty must be positive");
+  if (o.top_p <= 0.0f || o.top_p > 1.0f)
+    return error(ErrorCode::kInvalidArgument, "--top-p must be in (0, 1]");
+  if (o.min_p < 0.0f || o.min_p > 1.0f)
+    return error(ErrorCode::kInvalidArgument, "--min-p must be in [0, 1]");
+  if (o.repeat_penalty <= 0.0f)
+    return error(ErrorCode::kInvalidArgument, "--repeat-penalty must be positive");
   return {};
 }
 
@@ -129,8 +135,10 @@ int run_command(const std::vector<std::string>& args) {
   gp.sampling.min_p = o.min_p;
   gp.sampling.repeat_penalty = o.repeat_penalty;
   gp.sampling.repeat_last_n = static_cast<int32_t>(o.repeat_last_n);
-  gp.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed)
-                                 : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  gp.sampling.seed =
+      o.seed >= 0
+          ? static_cast<uint64_t>(o.seed)
+          : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 
   std::fputs(o.prompt.c_str(), stdout);
   std::fflush(stdout);

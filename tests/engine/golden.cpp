@@ -26,7 +26,8 @@ std::optional<Golden> load_golden(const std::string& name, const std::string& pr
   g.logits.resize(bytes / sizeof(float));
   std::ifstream lf(logits_path, std::ios::binary);
   lf.read(reinterpret_cast<char*>(g.logits.data()), static_cast<std::streamsize>(bytes));
-  if (!lf || g.logits.size() != g.prompt_tokens.size() * static_cast<size_t>(g.n_vocab)) return std::nullopt;
+  if (!lf || g.logits.size() != g.prompt_tokens.size() * static_cast<size_t>(g.n_vocab))
+    return std::nullopt;
   return g;
 }
 

@@ -89,14 +89,16 @@ TEST(SessionErrors, ContextOverflowIsAnErrorAndTheSessionStaysUsable) {
 }
 
 TEST(SessionErrors, UnknownArchitectureAndMissingFileAreClearErrors) {
-  auto missing = model::Model::load("/nonexistent/model.gguf", devices::host_device().buffer_type());
+  auto missing =
+      model::Model::load("/nonexistent/model.gguf", devices::host_device().buffer_type());
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/model.gguf"), std::string::npos);
   const std::string vocab = std::string(STRATA_SHARED_DIR) + "/vocab/ggml-vocab-gpt-2.gguf";
   auto gpt2 = model::Model::load(vocab, devices::host_device().buffer_type());
   ASSERT_FALSE(gpt2.ok());
   EXPECT_EQ(gpt2.status().code(), ErrorCode::kUnsupported) << gpt2.status().message();
-  EXPECT_NE(gpt2.status().message().find("architecture"), std::string::npos) << gpt2.status().message();
+  EXPECT_NE(gpt2.status().message().find("architecture"), std::string::npos)
+      << gpt2.status().message();
 }
 
 }  // namespace

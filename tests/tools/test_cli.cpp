@@ -32,7 +32,9 @@ Outcome run(const std::string& args) {
 
 const std::string kStories = std::string(STRATA_SHARED_DIR) + "/models/stories260K.gguf";
 
-bool have_stories() { return std::filesystem::exists(kStories); }
+bool have_stories() {
+  return std::filesystem::exists(kStories);
+}
 
 TEST(Cli, RunGeneratesGreedyTextAndReportsSpeed) {
   if (!have_stories()) GTEST_SKIP();
@@ -49,7 +51,8 @@ TEST(Cli, UnknownFlagIsAUsageError) {
 }
 
 TEST(Cli, BadFlagValueIsAUsageError) {
-  EXPECT_THAT(run("run -m x.gguf -t lots").out, ::testing::HasSubstr("invalid value 'lots' for -t"));
+  EXPECT_THAT(run("run -m x.gguf -t lots").out,
+              ::testing::HasSubstr("invalid value 'lots' for -t"));
   EXPECT_EQ(run("run -m x.gguf -n").exit_code, 2);
   EXPECT_EQ(run("run -m x.gguf --top-p 2").exit_code, 2);
 }
@@ -69,7 +72,8 @@ TEST(Cli, MissingFileIsAClearError) {
 
 TEST(Cli, PromptLongerThanContextIsAClearError) {
   if (!have_stories()) GTEST_SKIP();
-  const Outcome o = run("run -m " + kStories + " -c 8 -p 'Once upon a time there was a big dog' -n 4");
+  const Outcome o =
+      run("run -m " + kStories + " -c 8 -p 'Once upon a time there was a big dog' -n 4");
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_THAT(o.out, ::testing::HasSubstr("context"));
 }

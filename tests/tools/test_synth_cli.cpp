@@ -134,19 +134,4 @@ TEST(SynthCli, VocabularyFileSetsTheSizeAndConflictsAreUsageErrors) {
   EXPECT_THAT(bad.out, HasSubstr("disagrees"));
 }
 
-TEST(SynthCli, TypeTheBuildCannotQuantizeIsAClearError) {
-  const char* candidates[] = {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"};
-  for (const char* name : candidates) {
-    const auto type = strata::core::type_from_name(name);
-    if (!type || strata::core::traits(*type).from_float != nullptr) continue;
-    const Outcome o = run(std::string("synth --preset tiny --n-embd 256 --n-ff 256 --type ") +
-                          name + " -o " + tmp_path("unsupported"));
-    EXPECT_EQ(o.exit_code, 1) << o.out;
-    EXPECT_THAT(o.out,
-                HasSubstr(std::string("type '") + name + "' is not supported by this build"));
-    return;
-  }
-  GTEST_SKIP() << "this build quantizes every type";
-}
-
 }  // namespace
