@@ -1,5 +1,6 @@
 #include "engine/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -7,7 +8,7 @@ namespace strata::engine {
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
                                                  const KvCacheConfig& config,
-                                                 memory::BufferType& type) {
+                                                 const Placement& placement) {
   if (config.n_cells <= 0)
     return error(ErrorCode::kInvalidArgument, "kv cache: size must be positive");
   for (core::Type t : {config.type_k, config.type_v}) {
@@ -18,9 +19,13 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     }
   }
   auto cache = std::unique_ptr<KvCache>(new KvCache());
-  size_t total = 0;
-  const size_t align = type.alignment();
-  auto round = [align](size_t n) { return (n + align - 1) / align * align; };
+  struct Group {
+    memory::BufferType* type;
+    std::vector<core::Tensor*> tensors;
+    size_t bytes = 0;
+    int64_t layers = 0;
+  };
+  std::vector<Group> groups;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "cache_" + std::to_string(il);
     core::Tensor* k =
@@ -29,31 +34,45 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
         cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_v");
     cache->tensors_.k.push_back(k);
     cache->tensors_.v.push_back(v);
-    total += round(k->nbytes()) + round(v->nbytes());
+    memory::BufferType& type = placement(il);
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.type == &type; });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{&type, {}, 0, 0});
+    const size_t align = type.alignment();
+    for (core::Tensor* t : {k, v}) {
+      it->tensors.push_back(t);
+      it->bytes += (t->nbytes() + align - 1) / align * align;
+    }
+    ++it->layers;
   }
-  auto buf = type.allocate(total);
-  if (!buf.ok()) {
-    return error(ErrorCode::kOutOfMemory, "kv cache: " + std::string(type.name()) + " needs " +
-                                              memory::format_bytes(total) + " for " +
-                                              std::to_string(config.n_cells) +
-                                              " cells: " + buf.status().message());
-  }
-  cache->buffer_ = std::move(buf).value();
-  // Zeroed so cells a mask hides can never inject NaN or inf into attention.
-  if (cache->buffer_->is_host()) std::memset(cache->buffer_->base(), 0, cache->buffer_->size());
-  size_t offset = 0;
-  for (core::Tensor& t : cache->ctx_.tensors()) {
-    STRATA_RETURN_IF_ERROR(cache->buffer_->place(t, offset));
-    offset += round(t.nbytes());
+  for (Group& g : groups) {
+    auto buf = g.type->allocate(g.bytes);
+    if (!buf.ok()) {
+      return error(ErrorCode::kOutOfMemory, "kv cache: " + std::string(g.type->name()) + " needs " +
+                                                memory::format_bytes(g.bytes) + " for " +
+                                                std::to_string(g.layers) + " layers of " +
+                                                std::to_string(config.n_cells) +
+                                                " cells: " + buf.status().message());
+    }
+    // Zeroed so cells a mask hides can never inject NaN or inf into attention.
+    if ((*buf)->is_host()) std::memset((*buf)->base(), 0, (*buf)->size());
+    size_t offset = 0;
+    const size_t align = g.type->alignment();
+    for (core::Tensor* t : g.tensors) {
+      STRATA_RETURN_IF_ERROR((*buf)->place(*t, offset));
+      offset += (t->nbytes() + align - 1) / align * align;
+    }
+    cache->buffers_.push_back(std::move(buf).value());
   }
   cache->cell_pos_.assign(static_cast<size_t>(config.n_cells), -1);
   return cache;
 }
 
 size_t KvCache::bytes() const {
-  return buffer_ ? buffer_->size() : 0;
+  size_t total = 0;
+  for (const auto& b : buffers_) total += b->size();
+  return total;
 }
-
 Result<int64_t> KvCache::append(int64_t n, int32_t first_pos) {
   if (n < 0 || used_ + n > size()) {
     return error(ErrorCode::kOutOfRange, "context overflow: " + std::to_string(used_ + n) +

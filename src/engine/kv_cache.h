@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,9 +24,12 @@ struct KvCacheConfig {
 /// appends after them.
 class KvCache {
  public:
+  /// Where each layer's K and V live.
+  using Placement = std::function<memory::BufferType&(int64_t layer)>;
+
   static Result<std::unique_ptr<KvCache>> create(const model::LlamaHparams& hp,
                                                  const KvCacheConfig& config,
-                                                 memory::BufferType& type);
+                                                 const Placement& placement);
 
   const model::KvCacheTensors& tensors() const { return tensors_; }
   int64_t size() const { return static_cast<int64_t>(cell_pos_.size()); }
@@ -45,7 +49,7 @@ class KvCache {
  private:
   core::Context ctx_;
   model::KvCacheTensors tensors_;
-  std::unique_ptr<memory::Buffer> buffer_;
+  std::vector<std::unique_ptr<memory::Buffer>> buffers_;
   std::vector<int32_t> cell_pos_;
   int64_t used_ = 0;
 };

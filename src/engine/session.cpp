@@ -15,7 +15,20 @@ Status invalid(const std::string& what) {
 
 }  // namespace
 
+model::WeightPlacement weight_placement(const Layout& layout, backend::Device& host) {
+  return [layout, &host](int64_t layer) -> memory::BufferType& {
+    backend::Device* d = layout.device_of(layer);
+    return d != nullptr ? d->buffer_type() : host.buffer_type();
+  };
+}
+
 Result<std::unique_ptr<Session>> Session::create(const model::Model& model, backend::Device& device,
+                                                 const SessionParams& params) {
+  return create(model, device, Layout{}, params);
+}
+
+Result<std::unique_ptr<Session>> Session::create(const model::Model& model, backend::Device& host,
+                                                 const Layout& layout,
                                                  const SessionParams& params) {
   const auto& hp = model.hparams();
   SessionParams p = params;
@@ -28,21 +41,33 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   std::unique_ptr<Session> s(new Session());
   s->model_ = &model;
   s->params_ = p;
-  auto be = device.make_backend({p.n_threads});
-  if (!be.ok()) return be.status();
-  s->backend_ = std::move(be).value();
-  auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v}, device.buffer_type());
+  std::vector<backend::Backend*> order;
+  for (backend::Device* d : layout.devices) {
+    auto be = d->make_backend({p.n_threads});
+    if (!be.ok()) return be.status();
+    s->backends_.push_back(std::move(be).value());
+  }
+  auto host_backend = host.make_backend({p.n_threads});
+  if (!host_backend.ok()) return host_backend.status();
+  s->backends_.push_back(std::move(host_backend).value());
+  for (auto& b : s->backends_) order.push_back(b.get());
+
+  auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v},
+                               [&layout, &host](int64_t layer) -> memory::BufferType& {
+                                 backend::Device* d = layout.kv_device_of(layer);
+                                 return d != nullptr ? d->buffer_type() : host.buffer_type();
+                               });
   if (!cache.ok()) return cache.status();
   s->cache_ = std::move(cache).value();
-  s->galloc_ = std::make_unique<memory::GraphAllocator>(device.buffer_type());
+  s->sched_ = std::make_unique<sched::Scheduler>(std::move(order));
 
-  // Size the compute buffer once, for the largest micro-batch over a full cache.
+  // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
   const int64_t n = std::min(p.n_ubatch, p.n_ctx);
   auto g =
       model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(), {n, p.n_ctx, n});
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
-  STRATA_RETURN_IF_ERROR(s->galloc_->reserve(g.graph));
+  STRATA_RETURN_IF_ERROR(s->sched_->reserve(g.graph));
   return s;
 }
 
@@ -93,7 +118,7 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits,
   core::Context ctx;
   auto g = model::build_llama_graph(ctx, hp, model_->weights(), cache_->tensors(), shape);
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
-  STRATA_RETURN_IF_ERROR(galloc_->allocate(g.graph));
+  STRATA_RETURN_IF_ERROR(sched_->allocate(g.graph));
 
   std::vector<int32_t> pos(static_cast<size_t>(T)), slots(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) {
@@ -109,19 +134,23 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits,
       mask[static_cast<size_t>(t * shape.n_kv + c)] = visible ? 0.0f : -INFINITY;
     }
   }
-  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.tokens, tokens.data(), 0, tokens.size_bytes()));
-  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.positions, pos.data(), 0, pos.size() * 4));
-  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.kv_slots, slots.data(), 0, slots.size() * 4));
-  STRATA_RETURN_IF_ERROR(backend_->set_async(*g.kq_mask, mask.data(), 0, mask.size() * 4));
+  auto set = [this](core::Tensor* t, const void* data, size_t bytes) {
+    return sched_->backend_of(*t).set_async(*t, data, 0, bytes);
+  };
+  STRATA_RETURN_IF_ERROR(set(g.tokens, tokens.data(), tokens.size_bytes()));
+  STRATA_RETURN_IF_ERROR(set(g.positions, pos.data(), pos.size() * 4));
+  STRATA_RETURN_IF_ERROR(set(g.kv_slots, slots.data(), slots.size() * 4));
+  STRATA_RETURN_IF_ERROR(set(g.kq_mask, mask.data(), mask.size() * 4));
   if (g.out_ids != nullptr) {
     const int32_t last = static_cast<int32_t>(T - 1);
-    STRATA_RETURN_IF_ERROR(backend_->set_async(*g.out_ids, &last, 0, sizeof last));
+    STRATA_RETURN_IF_ERROR(set(g.out_ids, &last, sizeof last));
   }
-  STRATA_RETURN_IF_ERROR(backend_->compute_async(g.graph));
+  STRATA_RETURN_IF_ERROR(sched_->compute());
   const size_t old = out.size();
   out.resize(old + static_cast<size_t>(g.logits->nelements()));
-  STRATA_RETURN_IF_ERROR(backend_->get_async(*g.logits, out.data() + old, 0, g.logits->nbytes()));
-  return backend_->synchronize();
+  backend::Backend& lb = sched_->backend_of(*g.logits);
+  STRATA_RETURN_IF_ERROR(lb.get_async(*g.logits, out.data() + old, 0, g.logits->nbytes()));
+  return lb.synchronize();
 }
 
 int64_t Session::n_outputs() const {

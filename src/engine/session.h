@@ -9,8 +9,9 @@
 #include "backend/device.h"
 #include "core/status.h"
 #include "engine/kv_cache.h"
-#include "memory/graph_allocator.h"
+#include "engine/layout.h"
 #include "model/model.h"
+#include "sched/scheduler.h"
 
 namespace strata::engine {
 
@@ -23,11 +24,20 @@ struct SessionParams {
   core::Type type_v = core::Type::kF16;
 };
 
+/// Where a layout puts each layer's weights, for model::Model::load.
+model::WeightPlacement weight_placement(const Layout& layout, backend::Device& host);
+
 class Session {
  public:
-  /// Creates the backend, the KV cache and a compute buffer sized for the largest micro-batch.
+  /// Creates the backend, the KV cache and a compute buffer sized for the largest micro-batch,
+  /// everything on `device`.
   static Result<std::unique_ptr<Session>> create(const model::Model& model, backend::Device& device,
                                                  const SessionParams& params);
+  /// Same across devices: `host` runs what the layout keeps on the host (and anything a device
+  /// cannot run); each layer's KV cache goes where the layout says. The model's weights must
+  /// have been loaded with the same layout (see weight_placement).
+  static Result<std::unique_ptr<Session>> create(const model::Model& model, backend::Device& host,
+                                                 const Layout& layout, const SessionParams& params);
 
   /// Evaluates `tokens` at the next positions, micro-batch by micro-batch. Keeps the logits
   /// of every token when `all_logits`, else only of the last. On error (context overflow,
@@ -45,7 +55,8 @@ class Session {
   void reset() { cache_->clear(); }
   const model::Model& model() const { return *model_; }
   const KvCache& cache() const { return *cache_; }
-  size_t compute_buffer_bytes() const { return galloc_->buffer_size(); }
+  size_t compute_buffer_bytes() const { return sched_->compute_buffer_bytes(); }
+  sched::Scheduler& scheduler() { return *sched_; }
 
  private:
   Session() = default;
@@ -53,9 +64,9 @@ class Session {
 
   const model::Model* model_ = nullptr;
   SessionParams params_;
-  std::unique_ptr<backend::Backend> backend_;
+  std::vector<std::unique_ptr<backend::Backend>> backends_;  // devices first, host last
   std::unique_ptr<KvCache> cache_;
-  std::unique_ptr<memory::GraphAllocator> galloc_;
+  std::unique_ptr<sched::Scheduler> sched_;
   std::vector<float> logits_;
 };
 

@@ -50,8 +50,9 @@ struct Plan {
 };
 
 // Walks the graph in execution order, releasing each tensor after its last reader.
-Plan make_plan(const core::Graph& graph, size_t alignment) {
+Plan make_plan(const core::Graph& graph, size_t alignment, const GraphAllocator::Owns& owns) {
   Plan plan;
+  auto needs = [&owns](const Tensor& t) { return needs_memory(t) && (!owns || owns(t)); };
   FreeList free_list(alignment);
   // Readers still to run, per storage tensor (reads through views count for the storage).
   std::unordered_map<const Tensor*, int> readers;
@@ -67,10 +68,10 @@ Plan make_plan(const core::Graph& graph, size_t alignment) {
 
   // Inputs are written by the caller before the run, so they hold memory from the start.
   for (const Tensor* leaf : graph.leafs) {
-    if (needs_memory(*leaf)) plan.offsets[leaf] = free_list.allocate(leaf->nbytes());
+    if (needs(*leaf)) plan.offsets[leaf] = free_list.allocate(leaf->nbytes());
   }
   for (const Tensor* node : graph.nodes) {
-    if (needs_memory(*node)) {
+    if (needs(*node)) {
       const Tensor* s0 = node->src[0];
       if (can_run_in_place(*node) && s0 != nullptr && !s0->is_view() && owned(s0) &&
           readers[s0] == 1 && !s0->has_flag(core::kFlagOutput) && s0->type == node->type &&
@@ -110,18 +111,20 @@ Status GraphAllocator::ensure_capacity(size_t bytes) {
   return {};
 }
 
-Status GraphAllocator::reserve(const core::Graph& graph) {
-  return ensure_capacity(make_plan(graph, type_->alignment()).peak);
+Status GraphAllocator::reserve(const core::Graph& graph, const Owns& owns) {
+  return ensure_capacity(make_plan(graph, type_->alignment(), owns).peak);
 }
 
-Status GraphAllocator::allocate(core::Graph& graph) {
-  const Plan plan = make_plan(graph, type_->alignment());
+Status GraphAllocator::allocate(core::Graph& graph, const Owns& owns) {
+  const Plan plan = make_plan(graph, type_->alignment(), owns);
   STRATA_RETURN_IF_ERROR(ensure_capacity(plan.peak));
   for (auto& [tensor, offset] : plan.offsets) {
     STRATA_RETURN_IF_ERROR(buffer_->place(*const_cast<Tensor*>(tensor), offset));
   }
   for (Tensor* node : graph.nodes) {
-    if (node->is_view()) STRATA_RETURN_IF_ERROR(place_view(*node));
+    if (node->is_view() && core::storage_of(node)->data != nullptr) {
+      STRATA_RETURN_IF_ERROR(place_view(*node));
+    }
   }
   return {};
 }

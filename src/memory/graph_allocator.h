@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "core/graph.h"
@@ -18,11 +19,16 @@ class GraphAllocator {
  public:
   explicit GraphAllocator(BufferType& type) : type_(&type) {}
 
+  /// Which unplaced tensors this allocator places (a scheduler gives each backend its own);
+  /// the rest are left alone but still count as readers for liveness.
+  using Owns = std::function<bool(const core::Tensor&)>;
+
   /// Sizes the buffer for `graph` (typically the largest graph the caller will run) without
   /// placing anything, so later allocate() calls need no reallocation.
-  Status reserve(const core::Graph& graph);
-  /// Places `graph`'s tensors, growing the buffer first if this graph needs more.
-  Status allocate(core::Graph& graph);
+  Status reserve(const core::Graph& graph, const Owns& owns = {});
+  /// Places `graph`'s tensors, growing the buffer first if this graph needs more. Views whose
+  /// storage is placed get their address; views of tensors still unplaced are left for later.
+  Status allocate(core::Graph& graph, const Owns& owns = {});
   /// Current buffer size in bytes (0 before the first reserve/allocate).
   size_t buffer_size() const { return buffer_ ? buffer_->size() : 0; }
 

@@ -1,6 +1,7 @@
 // The weight tensors of a Llama model, placed in memory of a chosen buffer type.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,11 +35,16 @@ struct LlamaWeights {
   std::vector<std::unique_ptr<memory::Buffer>> buffers;
 };
 
+/// Where each layer's weights go: layer -1 is the input (token embeddings), 0..n_layer-1 the
+/// blocks, n_layer the output (final norm and output matrix).
+using WeightPlacement = std::function<memory::BufferType&(int64_t layer)>;
+
 /// Finds every tensor the architecture needs, checks its shape and type against `hp`, and
-/// places it. Host buffer types use the file mapping directly (no copy); others get one
-/// allocation and a copy. Failures name the tensor.
+/// places it. Host buffer types use the file mapping directly (no copy); every other buffer
+/// type gets one allocation holding its layers, and running out of it is an error such as
+/// "part:1 needs 812 MiB for 11 layers: ...". Failures name the tensor.
 Result<std::unique_ptr<LlamaWeights>> load_llama_weights(const gguf::File& file,
                                                          const LlamaHparams& hp,
-                                                         memory::BufferType& type);
+                                                         const WeightPlacement& placement);
 
 }  // namespace strata::model

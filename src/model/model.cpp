@@ -4,6 +4,11 @@ namespace strata::model {
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                            memory::BufferType& weights_type) {
+  return load(path, [&weights_type](int64_t) -> memory::BufferType& { return weights_type; });
+}
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path,
+                                           const WeightPlacement& placement) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
   auto hp = read_llama_hparams(*file);
@@ -20,7 +25,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                             std::to_string(hp->n_vocab) + " rows");
   }
   std::unique_ptr<Model> m(new Model(std::move(file).value(), *hp, std::move(tok).value()));
-  auto weights = load_llama_weights(m->file_, m->hparams_, weights_type);
+  auto weights = load_llama_weights(m->file_, m->hparams_, placement);
   if (!weights.ok()) return weights.status();
   m->weights_ = std::move(weights).value();
   return m;

@@ -19,6 +19,9 @@ class Model {
   /// weights in `weights_type` (host: the file mapping is used in place).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              memory::BufferType& weights_type);
+  /// Same, with each layer's weights placed where `placement` says (see WeightPlacement).
+  static Result<std::unique_ptr<Model>> load(const std::string& path,
+                                             const WeightPlacement& placement);
 
   const gguf::File& file() const { return file_; }
   const LlamaHparams& hparams() const { return hparams_; }

@@ -1,0 +1,300 @@
+#include "sched/scheduler.h"
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "backend/device.h"
+#include "memory/buffer.h"
+
+namespace strata::sched {
+namespace {
+
+using core::Tensor;
+
+bool is_compute(const Tensor& t) {
+  return t.op != core::Op::kNone && !core::is_view_op(t.op);
+}
+
+const Tensor* first_weight(const Tensor& node) {
+  for (const Tensor* s : node.src) {
+    if (s != nullptr && core::storage_of(s)->has_flag(core::kFlagWeight))
+      return core::storage_of(s);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::vector<backend::Backend*> backends) : backends_(std::move(backends)) {
+  for (backend::Backend* b : backends_) {
+    allocators_.push_back(std::make_unique<memory::GraphAllocator>(b->device().buffer_type()));
+  }
+  const char* dbg = std::getenv("STRATA_SCHED_DEBUG");
+  debug_ = dbg != nullptr && dbg[0] == '1';
+}
+
+Scheduler::~Scheduler() = default;
+
+// The backend whose memory holds `t`'s bytes: -1 when not placed yet. Memory nobody allocated
+// (a file mapping) is host memory, which the last backend addresses.
+int Scheduler::location(const Tensor& t) const {
+  const Tensor* s = core::storage_of(&t);
+  if (auto it = assigned_.find(s); it != assigned_.end()) return it->second;
+  if (s->data == nullptr) return -1;
+  const auto* buf = static_cast<const memory::Buffer*>(s->buffer);
+  const int host = static_cast<int>(backends_.size()) - 1;
+  if (buf == nullptr || buf->type() == nullptr) return host;
+  for (size_t i = 0; i < backends_.size(); ++i) {
+    if (&backends_[i]->device().buffer_type() == buf->type()) return static_cast<int>(i);
+  }
+  return host;
+}
+
+Status Scheduler::plan(core::Graph& graph) {
+  assigned_.clear();
+  splits_.clear();
+  copies_ctx_ = std::make_unique<core::Context>();
+  const int n_backends = static_cast<int>(backends_.size());
+  const int host = n_backends - 1;
+
+  // Pin: nodes reading a weight run where the weight is; cache writes run where the cache is.
+  std::vector<int> where(graph.nodes.size(), -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Tensor& n = *graph.nodes[i];
+    if (!is_compute(n)) continue;
+    if (const Tensor* w = first_weight(n)) {
+      where[i] = location(*w);
+    } else if (n.op == core::Op::kSetRows) {
+      where[i] = location(*n.view_src);
+    }
+  }
+  // Follow neighbours: forward from the last pinned node, then backward for a leading run.
+  int last = -1;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!is_compute(*graph.nodes[i])) continue;
+    if (where[i] >= 0) {
+      last = where[i];
+    } else {
+      where[i] = last;
+    }
+  }
+  int next = host;
+  for (size_t i = graph.nodes.size(); i-- > 0;) {
+    if (!is_compute(*graph.nodes[i])) continue;
+    if (where[i] >= 0) {
+      next = where[i];
+    } else {
+      where[i] = next;
+    }
+  }
+  // Fall back to the next backend in priority order that can run the op.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!is_compute(*graph.nodes[i])) continue;
+    int b = where[i];
+    while (b < host && !backends_[static_cast<size_t>(b)]->device().supports_op(*graph.nodes[i]))
+      ++b;
+    where[i] = b;
+    assigned_[graph.nodes[i]] = b;
+  }
+  // Graph inputs live with their first reader.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!is_compute(*graph.nodes[i])) continue;
+    for (Tensor* s : graph.nodes[i]->src) {
+      if (s == nullptr) continue;
+      const Tensor* st = core::storage_of(s);
+      if (st->op == core::Op::kNone && st->data == nullptr && !assigned_.count(st)) {
+        assigned_[st] = where[i];
+      }
+    }
+  }
+
+  // Cut into splits; every source living on another backend becomes a copy (views: only the
+  // bytes they span, with the view re-pointed at the copy).
+  std::map<std::tuple<const Tensor*, size_t, size_t>, Tensor*> copies;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Tensor* n = graph.nodes[i];
+    if (!is_compute(*n)) continue;
+    if (splits_.empty() || splits_.back().backend != where[i]) {
+      splits_.push_back(Split{where[i], {}, {}});
+      copies.clear();
+    }
+    Split& split = splits_.back();
+    split.nodes.push_back(n);
+    for (int k = 0; k < core::kMaxSrc; ++k) {
+      Tensor* s = n->src[static_cast<size_t>(k)];
+      if (s == nullptr || (n->op == core::Op::kSetRows && k == 0)) continue;
+      const Tensor* st = core::storage_of(s);
+      const int loc = location(*st);
+      if (loc == split.backend) continue;
+      const bool whole = !s->is_view();
+      const size_t offset = whole ? 0 : s->view_offset;
+      const size_t bytes = whole ? st->nbytes() : s->nbytes();
+      auto key = std::make_tuple(st, offset, bytes);
+      Tensor* copy = nullptr;
+      if (auto it = copies.find(key); it != copies.end()) {
+        copy = it->second;
+      } else {
+        copy =
+            whole ? copies_ctx_->new_tensor(st->type, st->ne, st->name + "#copy")
+                  : copies_ctx_->new_tensor(core::Type::kI8, {static_cast<int64_t>(bytes), 1, 1, 1},
+                                            st->name + "#range");
+        copies.emplace(key, copy);
+        split.inputs.push_back(Split::Input{st, offset, bytes, copy});
+        assigned_[copy] = split.backend;
+      }
+      if (whole) {
+        n->src[static_cast<size_t>(k)] = copy;
+      } else {
+        // The same view over the copy: same shape and strides, starting at the copy's base.
+        Tensor* v = copies_ctx_->new_tensor(s->type, s->ne, s->name + "#view");
+        v->nb = s->nb;
+        v->op = core::Op::kView;
+        v->src[0] = copy;
+        v->view_src = copy;
+        v->view_offset = 0;
+        n->src[static_cast<size_t>(k)] = v;
+      }
+    }
+  }
+  return {};
+}
+
+Status Scheduler::place(core::Graph& graph, bool reserve_only) {
+  // For liveness, each input copy is a node reading its source at the start of its split:
+  // the source must stay intact until then, and the copy only needs memory from then on.
+  std::unordered_map<const Tensor*, const Split*> split_start;
+  for (const Split& sp : splits_) split_start[sp.nodes.front()] = &sp;
+  core::Graph augmented;
+  augmented.leafs = graph.leafs;
+  for (Tensor* n : graph.nodes) {
+    if (auto it = split_start.find(n); it != split_start.end()) {
+      for (const Split::Input& in : it->second->inputs) {
+        in.copy->op = core::Op::kCpy;
+        in.copy->src[0] = const_cast<Tensor*>(in.storage);
+        augmented.nodes.push_back(in.copy);
+      }
+    }
+    augmented.nodes.push_back(n);
+  }
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    auto owns = [this, b](const Tensor& t) {
+      auto it = assigned_.find(&t);
+      return it != assigned_.end() && it->second == static_cast<int>(b);
+    };
+    Status st = reserve_only ? allocators_[b]->reserve(augmented, owns)
+                             : allocators_[b]->allocate(augmented, owns);
+    if (!st.ok()) return st.with_context(std::string(backends_[b]->device().name()));
+  }
+  if (reserve_only) return {};
+  // Views (including re-pointed ones) get their address once every storage is placed.
+  for (Tensor* n : graph.nodes) {
+    if (n->is_view()) STRATA_RETURN_IF_ERROR(memory::place_view(*n));
+    for (Tensor* s : n->src) {
+      if (s != nullptr && s->is_view() && s->data == nullptr)
+        STRATA_RETURN_IF_ERROR(memory::place_view(*s));
+    }
+  }
+  return {};
+}
+
+Status Scheduler::reserve(core::Graph& graph) {
+  // Planning re-points sources; reserve works on a throwaway copy of the node list's sources.
+  std::vector<std::array<Tensor*, core::kMaxSrc>> saved;
+  for (Tensor* n : graph.nodes) saved.push_back(n->src);
+  Status st = plan(graph);
+  if (st.ok()) st = place(graph, /*reserve_only=*/true);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) graph.nodes[i]->src = saved[i];
+  splits_.clear();
+  return st;
+}
+
+Status Scheduler::allocate(core::Graph& graph) {
+  graph_ = nullptr;
+  STRATA_RETURN_IF_ERROR(plan(graph));
+  STRATA_RETURN_IF_ERROR(place(graph, /*reserve_only=*/false));
+  graph_ = &graph;
+  if (debug_) std::fputs(describe().c_str(), stderr);
+  return {};
+}
+
+backend::Backend& Scheduler::backend_of(const Tensor& t) {
+  const int loc = location(t);
+  return *backends_[static_cast<size_t>(loc < 0 ? static_cast<int>(backends_.size()) - 1 : loc)];
+}
+
+Status Scheduler::copy_inputs(const Split& split) {
+  backend::Backend& dst = *backends_[static_cast<size_t>(split.backend)];
+  for (const Split::Input& in : split.inputs) {
+    backend::Backend& src = backend_of(*in.storage);
+    // The producer must have finished; every device here is host-addressable, so the copy
+    // reads the source's bytes directly on the destination's queue.
+    STRATA_RETURN_IF_ERROR(src.synchronize());
+    const auto* from = static_cast<const uint8_t*>(in.storage->data) + in.offset;
+    STRATA_RETURN_IF_ERROR(dst.set_async(*in.copy, from, 0, in.bytes));
+    bytes_copied_ += in.bytes;
+  }
+  return {};
+}
+
+Status Scheduler::run_split(const Split& split) {
+  backend::Backend& b = *backends_[static_cast<size_t>(split.backend)];
+  STRATA_RETURN_IF_ERROR(copy_inputs(split));
+  if (!eval_) {
+    core::Graph g;
+    g.nodes = split.nodes;
+    return b.compute_async(g);
+  }
+  // Observed nodes end a sub-run so their data can be read as soon as they are computed.
+  core::Graph g;
+  for (Tensor* n : split.nodes) {
+    g.nodes.push_back(n);
+    if (!eval_(*n, true)) continue;
+    STRATA_RETURN_IF_ERROR(b.compute_async(g));
+    STRATA_RETURN_IF_ERROR(b.synchronize());
+    g.nodes.clear();
+    if (!eval_(*n, false)) return error(ErrorCode::kInternal, "run stopped by the eval callback");
+  }
+  return g.nodes.empty() ? Status{} : b.compute_async(g);
+}
+
+Status Scheduler::compute() {
+  if (graph_ == nullptr)
+    return error(ErrorCode::kInternal, "scheduler: compute() before allocate()");
+  bytes_copied_ = 0;
+  for (const Split& split : splits_) {
+    Status st = run_split(split);
+    if (!st.ok()) {
+      for (backend::Backend* b : backends_) (void)b->synchronize();
+      return st;
+    }
+  }
+  for (backend::Backend* b : backends_) STRATA_RETURN_IF_ERROR(b->synchronize());
+  return {};
+}
+
+size_t Scheduler::compute_buffer_bytes() const {
+  size_t total = 0;
+  for (const auto& a : allocators_) total += a->buffer_size();
+  return total;
+}
+
+std::string Scheduler::describe() const {
+  std::ostringstream os;
+  os << "sched: " << splits_.size() << " splits\n";
+  for (size_t i = 0; i < splits_.size(); ++i) {
+    const Split& s = splits_[i];
+    os << "  split " << i << " on " << backends_[static_cast<size_t>(s.backend)]->device().name()
+       << ": " << s.nodes.size() << " nodes (" << s.nodes.front()->name << " .. "
+       << s.nodes.back()->name << ")";
+    for (const Split::Input& in : s.inputs) {
+      os << (&in == &s.inputs.front() ? "; inputs: " : ", ") << in.storage->name << " [" << in.bytes
+         << " B]";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace strata::sched

@@ -1,0 +1,81 @@
+// Runs one graph across several backends: assigns nodes, cuts splits, copies split inputs.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/context.h"
+#include "core/graph.h"
+#include "core/status.h"
+#include "memory/graph_allocator.h"
+
+namespace strata::sched {
+
+/// A run of consecutive nodes on one backend and the inputs it needs copied from elsewhere.
+struct Split {
+  struct Input {
+    const core::Tensor* storage = nullptr;  ///< the tensor whose bytes are copied
+    size_t offset = 0;                      ///< first byte of the copied range in `storage`
+    size_t bytes = 0;
+    core::Tensor* copy = nullptr;  ///< the copy, on this split's backend
+  };
+  int backend = 0;
+  std::vector<core::Tensor*> nodes;  ///< compute nodes only; views are never executed
+  std::vector<Input> inputs;
+};
+
+/// Called for every node before the run with ask = true (return true to observe it), then
+/// after the node has been computed with ask = false and its data readable on the host
+/// (return false to stop the run).
+using EvalCallback = std::function<bool(const core::Tensor& node, bool ask)>;
+
+/// Splits graphs across `backends` (priority order; the last must be the host CPU, which can
+/// run every op and address host memory). Weights pin the ops that read them to the weights'
+/// backend; other ops follow their neighbours; ops a backend cannot run fall back to the next.
+/// A view is never a split boundary and never copied: the bytes it spans are copied and the
+/// view is re-pointed at the copy.
+class Scheduler {
+ public:
+  explicit Scheduler(std::vector<backend::Backend*> backends);
+  ~Scheduler();
+
+  /// Sizes each backend's compute buffer for `graph` (the largest graph to come).
+  Status reserve(core::Graph& graph);
+  /// Assigns, splits and places `graph`; afterwards inputs can be written through backend_of().
+  Status allocate(core::Graph& graph);
+  /// Runs the graph last allocated, copying split inputs, and waits for it to finish.
+  Status compute();
+
+  /// The backend that holds a placed tensor (graph inputs included), for writing and reading.
+  backend::Backend& backend_of(const core::Tensor& t);
+  const std::vector<Split>& splits() const { return splits_; }
+  /// Bytes copied between backends by the last compute().
+  size_t bytes_copied() const { return bytes_copied_; }
+  /// One line per split: backend, node range, copied inputs.
+  std::string describe() const;
+  void set_eval_callback(EvalCallback cb) { eval_ = std::move(cb); }
+  size_t compute_buffer_bytes() const;
+
+ private:
+  int location(const core::Tensor& t) const;
+  Status plan(core::Graph& graph);
+  Status place(core::Graph& graph, bool reserve_only);
+  Status copy_inputs(const Split& split);
+  Status run_split(const Split& split);
+
+  std::vector<backend::Backend*> backends_;
+  std::vector<std::unique_ptr<memory::GraphAllocator>> allocators_;
+  std::unique_ptr<core::Context> copies_ctx_;  // copies and re-pointed views of the last plan
+  std::vector<Split> splits_;
+  std::unordered_map<const core::Tensor*, int> assigned_;  // compute nodes, inputs and copies
+  core::Graph* graph_ = nullptr;
+  EvalCallback eval_;
+  size_t bytes_copied_ = 0;
+  bool debug_ = false;
+};
+
+}  // namespace strata::sched
