@@ -14,4 +14,8 @@ std::string_view device_kind_name(DeviceKind kind) {
   return "unknown";
 }
 
+Result<std::unique_ptr<Event>> Device::make_event() {
+  return error(ErrorCode::kUnsupported, std::string(name()) + ": device has no events");
+}
+
 }  // namespace strata::backend

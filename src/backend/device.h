@@ -1,12 +1,14 @@
 // A device: something that holds memory and runs backends.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "backend/backend.h"
+#include "backend/event.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "memory/buffer.h"
@@ -32,10 +34,15 @@ struct DeviceCaps {
 
 /// Options for a new backend.
 struct BackendOptions {
-  int n_threads = 1;  ///< worker threads for CPU-like devices
+  /// Worker threads of a host CPU backend. A partition always computes with one thread per
+  /// core of its own and ignores this.
+  int n_threads = 1;
+  /// Longest a queued Backend::wait may hold its queue before it fails. Generous by default:
+  /// it only turns a wait that nobody will ever signal into an error instead of a hang.
+  std::chrono::nanoseconds wait_timeout = std::chrono::minutes(5);
 };
 
-/// A compute device. Devices outlive the backends and buffers made from them.
+/// A compute device. Devices outlive the backends, buffers and events made from them.
 class Device {
  public:
   virtual ~Device() = default;
@@ -49,6 +56,9 @@ class Device {
   /// Whether a backend of this device can compute `node` (op and types).
   virtual bool supports_op(const core::Tensor& node) const = 0;
   virtual Result<std::unique_ptr<Backend>> make_backend(const BackendOptions& options) = 0;
+  /// A new event at value 0 on this device. Optional: the default, for devices without
+  /// caps().events, is kUnsupported.
+  virtual Result<std::unique_ptr<Event>> make_event();
 };
 
 }  // namespace strata::backend

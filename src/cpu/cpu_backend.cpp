@@ -3,42 +3,47 @@
 #include <cstring>
 #include <string>
 
+#include "backend/checks.h"
 #include "cpu/graph_compute.h"
 
 namespace strata::cpu {
-namespace {
 
-Status check_access(const core::Tensor& t, size_t offset, size_t size) {
-  if (t.data == nullptr)
-    return error(ErrorCode::kInternal, "tensor '" + t.name + "' is not placed");
-  if (offset > t.nbytes() || size > t.nbytes() - offset) {
-    return error(ErrorCode::kInvalidArgument, "copy of " + std::to_string(size) + " bytes at " +
-                                                  std::to_string(offset) + " is outside tensor '" +
-                                                  t.name + "' (" + std::to_string(t.nbytes()) +
-                                                  " bytes)");
-  }
-  return {};
-}
-
-}  // namespace
-
-CpuBackend::CpuBackend(backend::Device& device, int n_threads)
-    : device_(&device), pool_(n_threads) {}
+CpuBackend::CpuBackend(backend::Device& device, int n_threads,
+                       std::chrono::nanoseconds wait_timeout)
+    : device_(&device), wait_timeout_(wait_timeout), pool_(n_threads) {}
 
 Status CpuBackend::compute_async(const core::Graph& graph) {
   return compute_graph(graph, pool_, scratch_);
 }
 
 Status CpuBackend::set_async(core::Tensor& t, const void* src, size_t offset, size_t size) {
-  STRATA_RETURN_IF_ERROR(check_access(t, offset, size));
+  STRATA_RETURN_IF_ERROR(backend::check_tensor_range(t, offset, size));
   std::memcpy(static_cast<uint8_t*>(t.data) + offset, src, size);
   return {};
 }
 
 Status CpuBackend::get_async(const core::Tensor& t, void* dst, size_t offset, size_t size) {
-  STRATA_RETURN_IF_ERROR(check_access(t, offset, size));
+  STRATA_RETURN_IF_ERROR(backend::check_tensor_range(t, offset, size));
   std::memcpy(dst, static_cast<const uint8_t*>(t.data) + offset, size);
   return {};
+}
+
+Status CpuBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
+  STRATA_RETURN_IF_ERROR(backend::check_host_copy(dst, src));
+  std::memmove(dst.data, src.data, dst.nbytes());
+  return {};
+}
+
+Status CpuBackend::signal(backend::Event& event, uint64_t value) {
+  STRATA_RETURN_IF_ERROR(backend::check_event_owner(*device_, event));
+  event.signal(value);
+  return {};
+}
+
+Status CpuBackend::wait(backend::Event& event, uint64_t value) {
+  const backend::WaitResult r = event.wait(value, wait_timeout_);
+  if (r == backend::WaitResult::kReached) return {};
+  return backend::wait_failure(*device_, event, value, r, wait_timeout_);
 }
 
 }  // namespace strata::cpu

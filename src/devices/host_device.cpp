@@ -31,7 +31,12 @@ Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
     return error(ErrorCode::kInvalidArgument,
                  "cpu: thread count " + std::to_string(options.n_threads) + " is out of range");
   }
-  return std::unique_ptr<backend::Backend>(new cpu::CpuBackend(*this, options.n_threads));
+  return std::unique_ptr<backend::Backend>(
+      new cpu::CpuBackend(*this, options.n_threads, options.wait_timeout));
+}
+
+Result<std::unique_ptr<backend::Event>> HostDevice::make_event() {
+  return std::make_unique<backend::Event>(*this);
 }
 
 HostDevice& host_device() {

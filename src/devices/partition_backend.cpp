@@ -1,0 +1,76 @@
+#include "devices/partition_backend.h"
+
+#include <cstring>
+#include <string>
+
+#include "backend/checks.h"
+#include "backend/device.h"
+#include "cpu/graph_compute.h"
+#include "devices/cpu_topology.h"
+
+namespace strata::devices {
+
+PartitionBackend::PartitionBackend(backend::Device& device, cpu::ThreadPool& team, int queue_core,
+                                   std::chrono::nanoseconds wait_timeout)
+    : device_(&device), team_(&team), wait_timeout_(wait_timeout), queue_([queue_core] {
+        // Pinning is an optimisation: a queue thread the OS will not pin still works.
+        if (queue_core >= 0) {
+          const int cores[] = {queue_core};
+          (void)pin_current_thread(cores);
+        }
+      }) {}
+
+Status PartitionBackend::compute_async(const core::Graph& graph) {
+  queue_.push([this, g = graph](std::stop_token) {
+    return cpu::compute_graph(g, *team_, scratch_).with_context(std::string(device_->name()));
+  });
+  return {};
+}
+
+Status PartitionBackend::set_async(core::Tensor& t, const void* src, size_t offset, size_t size) {
+  STRATA_RETURN_IF_ERROR(backend::check_tensor_range(t, offset, size));
+  push_copy(static_cast<uint8_t*>(t.data) + offset, src, size);
+  return {};
+}
+
+Status PartitionBackend::get_async(const core::Tensor& t, void* dst, size_t offset, size_t size) {
+  STRATA_RETURN_IF_ERROR(backend::check_tensor_range(t, offset, size));
+  push_copy(dst, static_cast<const uint8_t*>(t.data) + offset, size);
+  return {};
+}
+
+Status PartitionBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
+  STRATA_RETURN_IF_ERROR(backend::check_host_copy(dst, src));
+  push_copy(dst.data, src.data, dst.nbytes());
+  return {};
+}
+
+Status PartitionBackend::signal(backend::Event& event, uint64_t value) {
+  STRATA_RETURN_IF_ERROR(backend::check_event_owner(*device_, event));
+  queue_.push(
+      [&event, value](std::stop_token) {
+        event.signal(value);
+        return Status();
+      },
+      /*runs_after_error=*/true);
+  return {};
+}
+
+Status PartitionBackend::wait(backend::Event& event, uint64_t value) {
+  queue_.push([this, &event, value](std::stop_token stop) {
+    const backend::WaitResult r = event.wait(value, wait_timeout_, stop);
+    if (r == backend::WaitResult::kReached) return Status();
+    return backend::wait_failure(*device_, event, value, r, wait_timeout_);
+  });
+  return {};
+}
+
+void PartitionBackend::push_copy(void* dst, const void* src, size_t size) {
+  if (size == 0) return;
+  queue_.push([dst, src, size](std::stop_token) {
+    std::memmove(dst, src, size);
+    return Status();
+  });
+}
+
+}  // namespace strata::devices

@@ -1,0 +1,56 @@
+#include "devices/partition_device.h"
+
+#include <utility>
+
+#include "devices/cpu_topology.h"
+#include "devices/host_device.h"
+#include "devices/partition_backend.h"
+
+namespace strata::devices {
+
+PartitionDevice::PartitionDevice(PartitionSpec spec)
+    : spec_(std::move(spec)),
+      name_("part:" + std::to_string(spec_.index)),
+      buffer_type_(name_, spec_.budget, spec_.numa_node) {}
+
+PartitionDevice::~PartitionDevice() = default;
+
+backend::DeviceMemory PartitionDevice::memory() const {
+  if (spec_.budget == 0) return numa_node_memory(spec_.numa_node);
+  const size_t used = buffer_type_.in_use();
+  return {used < spec_.budget ? spec_.budget - used : 0, spec_.budget};
+}
+
+bool PartitionDevice::supports_op(const core::Tensor& node) const {
+  // The same CPU kernels as the host's.
+  return host_device().supports_op(node);
+}
+
+Result<std::unique_ptr<backend::Backend>> PartitionDevice::make_backend(
+    const backend::BackendOptions& options) {
+  const int queue_core = spec_.cores.empty() ? -1 : spec_.cores[0];
+  return std::unique_ptr<backend::Backend>(
+      new PartitionBackend(*this, team(), queue_core, options.wait_timeout));
+}
+
+Result<std::unique_ptr<backend::Event>> PartitionDevice::make_event() {
+  return std::make_unique<backend::Event>(*this);
+}
+
+cpu::ThreadPool& PartitionDevice::team() {
+  std::lock_guard<std::mutex> lock(team_mutex_);
+  if (!team_) {
+    const int n = spec_.cores.empty() ? 1 : static_cast<int>(spec_.cores.size());
+    team_ = std::make_unique<cpu::ThreadPool>(n);
+    // Participant i > 0 of every run is the same worker thread, so pinning it once in a run
+    // pins it for good; participant 0 is the calling queue thread, which pins itself.
+    team_->run([this](int ith, int) {
+      if (ith == 0) return;
+      const int cores[] = {spec_.cores[static_cast<size_t>(ith)]};
+      (void)pin_current_thread(cores);
+    });
+  }
+  return *team_;
+}
+
+}  // namespace strata::devices
