@@ -111,6 +111,10 @@ Status GraphAllocator::ensure_capacity(size_t bytes) {
   return {};
 }
 
+size_t GraphAllocator::required(const core::Graph& graph, const Owns& owns) const {
+  return make_plan(graph, type_->alignment(), owns).peak;
+}
+
 Status GraphAllocator::reserve(const core::Graph& graph, const Owns& owns) {
   return ensure_capacity(make_plan(graph, type_->alignment(), owns).peak);
 }

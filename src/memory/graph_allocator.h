@@ -29,6 +29,8 @@ class GraphAllocator {
   /// Places `graph`'s tensors, growing the buffer first if this graph needs more. Views whose
   /// storage is placed get their address; views of tensors still unplaced are left for later.
   Status allocate(core::Graph& graph, const Owns& owns = {});
+  /// Bytes `graph` needs (what allocate() would grow the buffer to), without placing anything.
+  size_t required(const core::Graph& graph, const Owns& owns = {}) const;
   /// Current buffer size in bytes (0 before the first reserve/allocate).
   size_t buffer_size() const { return buffer_ ? buffer_->size() : 0; }
 

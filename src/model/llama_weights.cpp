@@ -71,8 +71,9 @@ Status place_all(const gguf::File& file, LlamaWeights& w, const Loader& ld,
   for (const auto& [t, layer] : ld.layer_of) {
     memory::BufferType& type = placement(layer);
     const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
-    if (type.is_host()) {
-      // Zero copy: the weights stay in the read-only mapping; no kernel writes a weight.
+    if (&type == &memory::host_buffer_type()) {
+      // Zero copy: the weights stay in the read-only mapping; no kernel writes a weight. Other
+      // host-addressable types (a partition's budget) get their own copy, so they hold it.
       if (!mapping) {
         mapping = memory::wrap_host_memory(const_cast<uint8_t*>(file.data_section()),
                                            file.data_section_size());

@@ -31,11 +31,19 @@ Scheduler::Scheduler(std::vector<backend::Backend*> backends) : backends_(std::m
   for (backend::Backend* b : backends_) {
     allocators_.push_back(std::make_unique<memory::GraphAllocator>(b->device().buffer_type()));
   }
+  for (backend::Backend* b : backends_) {
+    auto ev = b->device().make_event();
+    events_.push_back(ev.ok() ? std::move(ev).value() : nullptr);
+  }
+  issued_.assign(backends_.size(), 0);
+  pending_reads_.assign(backends_.size(), std::vector<uint64_t>(backends_.size(), 0));
   const char* dbg = std::getenv("STRATA_SCHED_DEBUG");
   debug_ = dbg != nullptr && dbg[0] == '1';
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() {
+  (void)synchronize();
+}
 
 // The backend whose memory holds `t`'s bytes: -1 when not placed yet. Memory nobody allocated
 // (a file mapping) is host memory, which the last backend addresses.
@@ -55,6 +63,8 @@ int Scheduler::location(const Tensor& t) const {
 Status Scheduler::plan(core::Graph& graph) {
   assigned_.clear();
   splits_.clear();
+  // Queued work of an earlier graph may still name the old copies; they live until synchronize.
+  if (copies_ctx_) retired_.push_back(std::move(copies_ctx_));
   copies_ctx_ = std::make_unique<core::Context>();
   const int n_backends = static_cast<int>(backends_.size());
   const int host = n_backends - 1;
@@ -87,6 +97,53 @@ Status Scheduler::plan(core::Graph& graph) {
       next = where[i];
     } else {
       where[i] = next;
+    }
+  }
+  // An unpinned node whose readers all run on one other backend moves there, so a chain
+  // such as a layer's leading norm follows the layer instead of adding a split boundary.
+  // Walking backwards lets whole chains move.
+  {
+    std::vector<bool> pinned(graph.nodes.size(), false);
+    std::unordered_map<const Tensor*, size_t> index;
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      index[graph.nodes[i]] = i;
+      const Tensor& n = *graph.nodes[i];
+      pinned[i] = is_compute(n) && (first_weight(n) != nullptr || n.op == core::Op::kSetRows);
+    }
+    std::vector<std::vector<size_t>> readers(graph.nodes.size());
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      for (const Tensor* s : graph.nodes[i]->src) {
+        if (s == nullptr) continue;
+        // A view's readers read the node the view was taken of.
+        while (s != nullptr && core::is_view_op(s->op)) s = s->src[0];
+        if (auto it = index.find(s); it != index.end()) readers[it->second].push_back(i);
+      }
+    }
+    std::vector<int> target(graph.nodes.size(), -1);
+    for (size_t i = graph.nodes.size(); i-- > 0;) {
+      const Tensor& n = *graph.nodes[i];
+      if (!is_compute(n)) continue;
+      if (pinned[i] || n.has_flag(core::kFlagOutput) || readers[i].empty()) continue;
+      int common = -2;
+      // Readers may be views; look through them to the compute nodes that use them.
+      std::vector<size_t> stack = readers[i];
+      while (!stack.empty() && common != -1) {
+        const size_t r = stack.back();
+        stack.pop_back();
+        if (!is_compute(*graph.nodes[r])) {
+          stack.insert(stack.end(), readers[r].begin(), readers[r].end());
+          continue;
+        }
+        common = common == -2 || common == where[r] ? where[r] : -1;
+      }
+      // Moving pays when it copies no more than it saves: at most one input computed here.
+      int local_inputs = 0;
+      for (const Tensor* src : n.src) {
+        while (src != nullptr && core::is_view_op(src->op)) src = src->src[0];
+        auto it = src != nullptr ? index.find(src) : index.end();
+        if (it != index.end() && where[it->second] == where[i]) ++local_inputs;
+      }
+      if (common >= 0 && common != where[i] && local_inputs <= 1) where[i] = common;
     }
   }
   // Fall back to the next backend in priority order that can run the op.
@@ -141,7 +198,14 @@ Status Scheduler::plan(core::Graph& graph) {
                   : copies_ctx_->new_tensor(core::Type::kI8, {static_cast<int64_t>(bytes), 1, 1, 1},
                                             st->name + "#range");
         copies.emplace(key, copy);
-        split.inputs.push_back(Split::Input{st, offset, bytes, copy});
+        Tensor* source = const_cast<Tensor*>(st);
+        if (!whole) {
+          // The copied bytes as a tensor of the copy's shape, for Backend::copy_async.
+          source = copies_ctx_->new_tensor(core::Type::kI8, copy->ne, st->name + "#source");
+          source->data = static_cast<uint8_t*>(st->data) + offset;
+          source->buffer = st->buffer;
+        }
+        split.inputs.push_back(Split::Input{st, offset, bytes, copy, source});
         assigned_[copy] = split.backend;
       }
       if (whole) {
@@ -178,11 +242,23 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     }
     augmented.nodes.push_back(n);
   }
-  for (size_t b = 0; b < backends_.size(); ++b) {
-    auto owns = [this, b](const Tensor& t) {
+  auto owner = [this](size_t b) {
+    return [this, b](const Tensor& t) {
       auto it = assigned_.find(&t);
       return it != assigned_.end() && it->second == static_cast<int>(b);
     };
+  };
+  if (!reserve_only) {
+    // Growing a compute buffer frees the old one, which queued work may still use.
+    for (size_t b = 0; b < backends_.size(); ++b) {
+      if (allocators_[b]->required(augmented, owner(b)) > allocators_[b]->buffer_size()) {
+        STRATA_RETURN_IF_ERROR(synchronize());
+        break;
+      }
+    }
+  }
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    const auto owns = owner(b);
     Status st = reserve_only ? allocators_[b]->reserve(augmented, owns)
                              : allocators_[b]->allocate(augmented, owns);
     if (!st.ok()) return st.with_context(std::string(backends_[b]->device().name()));
@@ -214,6 +290,10 @@ Status Scheduler::allocate(core::Graph& graph) {
   graph_ = nullptr;
   STRATA_RETURN_IF_ERROR(plan(graph));
   STRATA_RETURN_IF_ERROR(place(graph, /*reserve_only=*/false));
+  // The caller writes inputs next: memory another queue is still copying must be free first.
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    STRATA_RETURN_IF_ERROR(wait_for_readers(static_cast<int>(b)));
+  }
   graph_ = &graph;
   if (debug_) std::fputs(describe().c_str(), stderr);
   return {};
@@ -224,27 +304,67 @@ backend::Backend& Scheduler::backend_of(const Tensor& t) {
   return *backends_[static_cast<size_t>(loc < 0 ? static_cast<int>(backends_.size()) - 1 : loc)];
 }
 
-Status Scheduler::copy_inputs(const Split& split) {
-  backend::Backend& dst = *backends_[static_cast<size_t>(split.backend)];
-  for (const Split::Input& in : split.inputs) {
-    backend::Backend& src = backend_of(*in.storage);
-    // The producer must have finished; every device here is host-addressable, so the copy
-    // reads the source's bytes directly on the destination's queue.
-    STRATA_RETURN_IF_ERROR(src.synchronize());
-    const auto* from = static_cast<const uint8_t*>(in.storage->data) + in.offset;
-    STRATA_RETURN_IF_ERROR(dst.set_async(*in.copy, from, 0, in.bytes));
-    bytes_copied_ += in.bytes;
+// Queues a signal on `b` after everything queued there so far.
+Status Scheduler::signal(int b) {
+  auto& ev = events_[static_cast<size_t>(b)];
+  if (!ev) return {};
+  return backends_[static_cast<size_t>(b)]->signal(*ev, ++issued_[static_cast<size_t>(b)]);
+}
+
+// Makes later work on `consumer` wait until everything queued on `producer` has completed.
+Status Scheduler::wait_for(int consumer, int producer) {
+  if (consumer == producer) return {};
+  auto& ev = events_[static_cast<size_t>(producer)];
+  if (!ev) return backends_[static_cast<size_t>(producer)]->synchronize();
+  return backends_[static_cast<size_t>(consumer)]->wait(*ev,
+                                                        issued_[static_cast<size_t>(producer)]);
+}
+
+// Makes later work on `b` wait until other queues have finished copying b's memory.
+Status Scheduler::wait_for_readers(int b) {
+  auto& pending = pending_reads_[static_cast<size_t>(b)];
+  for (size_t r = 0; r < pending.size(); ++r) {
+    if (pending[r] == 0) continue;
+    STRATA_RETURN_IF_ERROR(backends_[static_cast<size_t>(b)]->wait(*events_[r], pending[r]));
+    pending[r] = 0;
   }
   return {};
 }
 
+Status Scheduler::copy_inputs(const Split& split) {
+  const int y = split.backend;
+  backend::Backend& dst = *backends_[static_cast<size_t>(y)];
+  if (split.inputs.empty()) return {};
+  std::vector<int> sources;
+  for (const Split::Input& in : split.inputs) {
+    const int x = location(*in.storage);
+    STRATA_RETURN_IF_ERROR(wait_for(y, x));
+    STRATA_RETURN_IF_ERROR(dst.copy_async(*in.copy, *in.source));
+    bytes_copied_ += in.bytes;
+    sources.push_back(x);
+  }
+  if (!events_[static_cast<size_t>(y)]) {
+    // Without events the copy must be complete before the source can be reused.
+    return dst.synchronize();
+  }
+  STRATA_RETURN_IF_ERROR(signal(y));
+  for (int x : sources)
+    pending_reads_[static_cast<size_t>(x)][static_cast<size_t>(y)] =
+        issued_[static_cast<size_t>(y)];
+  return {};
+}
+
 Status Scheduler::run_split(const Split& split) {
-  backend::Backend& b = *backends_[static_cast<size_t>(split.backend)];
+  const int y = split.backend;
+  backend::Backend& b = *backends_[static_cast<size_t>(y)];
+  // Copies and compute write y's memory: earlier copies of it by other queues must be done.
+  STRATA_RETURN_IF_ERROR(wait_for_readers(y));
   STRATA_RETURN_IF_ERROR(copy_inputs(split));
   if (!eval_) {
     core::Graph g;
     g.nodes = split.nodes;
-    return b.compute_async(g);
+    STRATA_RETURN_IF_ERROR(b.compute_async(g));
+    return signal(y);
   }
   // Observed nodes end a sub-run so their data can be read as soon as they are computed.
   core::Graph g;
@@ -256,22 +376,39 @@ Status Scheduler::run_split(const Split& split) {
     g.nodes.clear();
     if (!eval_(*n, false)) return error(ErrorCode::kInternal, "run stopped by the eval callback");
   }
-  return g.nodes.empty() ? Status{} : b.compute_async(g);
+  if (!g.nodes.empty()) STRATA_RETURN_IF_ERROR(b.compute_async(g));
+  return signal(y);
 }
 
-Status Scheduler::compute() {
-  if (graph_ == nullptr)
-    return error(ErrorCode::kInternal, "scheduler: compute() before allocate()");
+Status Scheduler::compute_async() {
+  if (graph_ == nullptr) return error(ErrorCode::kInternal, "scheduler: compute before allocate");
   bytes_copied_ = 0;
+  // Inputs the caller queued are covered by a signal before anything reads them.
+  for (size_t b = 0; b < backends_.size(); ++b) STRATA_RETURN_IF_ERROR(signal(static_cast<int>(b)));
   for (const Split& split : splits_) {
     Status st = run_split(split);
     if (!st.ok()) {
-      for (backend::Backend* b : backends_) (void)b->synchronize();
+      (void)synchronize();
       return st;
     }
   }
-  for (backend::Backend* b : backends_) STRATA_RETURN_IF_ERROR(b->synchronize());
   return {};
+}
+
+Status Scheduler::compute() {
+  STRATA_RETURN_IF_ERROR(compute_async());
+  return synchronize();
+}
+
+Status Scheduler::synchronize() {
+  Status first;
+  for (backend::Backend* b : backends_) {
+    Status st = b->synchronize();
+    if (first.ok() && !st.ok()) first = st;
+  }
+  for (auto& p : pending_reads_) std::fill(p.begin(), p.end(), 0);
+  retired_.clear();
+  return first;
 }
 
 size_t Scheduler::compute_buffer_bytes() const {

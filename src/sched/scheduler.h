@@ -21,7 +21,8 @@ struct Split {
     const core::Tensor* storage = nullptr;  ///< the tensor whose bytes are copied
     size_t offset = 0;                      ///< first byte of the copied range in `storage`
     size_t bytes = 0;
-    core::Tensor* copy = nullptr;  ///< the copy, on this split's backend
+    core::Tensor* copy = nullptr;    ///< the copy, on this split's backend
+    core::Tensor* source = nullptr;  ///< the copied bytes as a tensor shaped like `copy`
   };
   int backend = 0;
   std::vector<core::Tensor*> nodes;  ///< compute nodes only; views are never executed
@@ -38,6 +39,11 @@ using EvalCallback = std::function<bool(const core::Tensor& node, bool ask)>;
 /// backend; other ops follow their neighbours; ops a backend cannot run fall back to the next.
 /// A view is never a split boundary and never copied: the bytes it spans are copied and the
 /// view is re-pointed at the copy.
+///
+/// Runs are asynchronous: every split is queued on its backend and fenced with timeline events
+/// (a consumer's queue waits for the producer's signal before copying; a producer waits for
+/// the consumers' copy-done signals before overwriting memory they read), so the host never
+/// synchronizes between splits and consecutive graphs overlap across devices (pipelining).
 class Scheduler {
  public:
   explicit Scheduler(std::vector<backend::Backend*> backends);
@@ -49,6 +55,11 @@ class Scheduler {
   Status allocate(core::Graph& graph);
   /// Runs the graph last allocated, copying split inputs, and waits for it to finish.
   Status compute();
+  /// Queues the graph last allocated and returns; the caller keeps the graph's tensors and any
+  /// host memory it queued transfers with alive until synchronize().
+  Status compute_async();
+  /// Waits for everything queued on every backend; returns the first error.
+  Status synchronize();
 
   /// The backend that holds a placed tensor (graph inputs included), for writing and reading.
   backend::Backend& backend_of(const core::Tensor& t);
@@ -66,14 +77,24 @@ class Scheduler {
   Status place(core::Graph& graph, bool reserve_only);
   Status copy_inputs(const Split& split);
   Status run_split(const Split& split);
+  Status signal(int b);
+  Status wait_for(int consumer, int producer);
+  Status wait_for_readers(int b);
 
   std::vector<backend::Backend*> backends_;
   std::vector<std::unique_ptr<memory::GraphAllocator>> allocators_;
   std::unique_ptr<core::Context> copies_ctx_;  // copies and re-pointed views of the last plan
+  std::vector<std::unique_ptr<core::Context>> retired_;  // earlier plans' copies, until synchronize
   std::vector<Split> splits_;
   std::unordered_map<const core::Tensor*, int> assigned_;  // compute nodes, inputs and copies
   core::Graph* graph_ = nullptr;
   EvalCallback eval_;
+  // Timeline per backend (null when its device has no events: it then synchronizes instead),
+  // the value its last queued signal reaches, and per backend the values other backends'
+  // events reach once their queued copies of its memory are done.
+  std::vector<std::unique_ptr<backend::Event>> events_;
+  std::vector<uint64_t> issued_;
+  std::vector<std::vector<uint64_t>> pending_reads_;
   size_t bytes_copied_ = 0;
   bool debug_ = false;
 };

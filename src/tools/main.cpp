@@ -13,6 +13,7 @@ void print_usage() {
       "  run       generate text from a GGUF model (strata run -m MODEL -p PROMPT -n N)\n"
       "  inspect   print a GGUF file's metadata and tensor table (strata inspect MODEL)\n"
       "  synth     write a random-weight Llama model (strata synth --preset P --type T -o OUT)\n"
+      "  devices   list the devices (strata devices [--partitions N] [--device-mem 512M])\n"
       "run 'strata <command> --help' for the flags of a command\n",
       stderr);
 }
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return strata::tools::run_command(args);
   if (cmd == "inspect") return strata::tools::inspect_command(args);
   if (cmd == "synth") return strata::tools::synth_command(args);
+  if (cmd == "devices") return strata::tools::devices_command(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     print_usage();
     return 0;

@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/layout_flags.h"
 
 namespace strata::tools {
 namespace {
@@ -31,6 +32,7 @@ struct RunOptions {
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
   bool help = false;
+  LayoutOptions layout;
 };
 
 void add_flags(FlagSet& f, RunOptions& o) {
@@ -52,6 +54,7 @@ void add_flags(FlagSet& f, RunOptions& o) {
                "K cache type: f32, f16, bf16, q8_0 (f16)");
   f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v, "V cache type: f32, f16, bf16 (f16)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
+  add_layout_flags(f, o.layout);
 }
 
 Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
@@ -111,9 +114,6 @@ int run_command(const std::vector<std::string>& args) {
   if (!type_v.ok()) return report_error("run", type_v.status());
 
   const auto t_load = std::chrono::steady_clock::now();
-  auto& device = devices::host_device();
-  auto model = model::Model::load(o.model, device.buffer_type());
-  if (!model.ok()) return report_error("run", model.status());
   engine::SessionParams sp;
   sp.n_ctx = o.ctx;
   sp.n_batch = o.batch;
@@ -121,8 +121,10 @@ int run_command(const std::vector<std::string>& args) {
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.type_k = *type_k;
   sp.type_v = *type_v;
-  auto session = engine::Session::create(**model, device, sp);
-  if (!session.ok()) return report_error("run", session.status());
+  auto loaded = load_with_layout(o.model, o.layout, sp);
+  if (!loaded.ok()) return report_error("run", loaded.status());
+  auto& model = loaded->model;
+  auto& session = loaded->session;
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
@@ -142,7 +144,7 @@ int run_command(const std::vector<std::string>& args) {
 
   std::fputs(o.prompt.c_str(), stdout);
   std::fflush(stdout);
-  auto stats = engine::generate(**session, gp, [](std::string_view text) {
+  auto stats = engine::generate(*session, gp, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
@@ -152,8 +154,8 @@ int run_command(const std::vector<std::string>& args) {
 
   const auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
   std::fprintf(stderr, "load: %.1f ms (%s, %d threads, context %lld)\n", load_s * 1e3,
-               memory::format_bytes((*model)->weight_bytes()).c_str(), sp.n_threads,
-               static_cast<long long>((*session)->n_ctx()));
+               memory::format_bytes(model->weight_bytes()).c_str(), sp.n_threads,
+               static_cast<long long>(session->n_ctx()));
   std::fprintf(stderr, "prompt: %lld tokens in %.1f ms, %.2f tokens/s\n",
                static_cast<long long>(stats->n_prompt), stats->prompt_seconds * 1e3,
                rate(stats->n_prompt, stats->prompt_seconds));

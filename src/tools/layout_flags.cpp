@@ -1,0 +1,127 @@
+#include "tools/layout_flags.h"
+
+#include <sstream>
+
+#include "devices/byte_size.h"
+#include "devices/host_device.h"
+#include "devices/registry.h"
+
+namespace strata::tools {
+namespace {
+
+Status invalid(const std::string& what) {
+  return error(ErrorCode::kInvalidArgument, what);
+}
+
+Result<std::vector<float>> parse_split(const std::string& text) {
+  std::vector<float> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const float f = std::strtof(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(f >= 0.0f))
+      return invalid("-ts: bad proportion '" + item + "'");
+    out.push_back(f);
+  }
+  return out;
+}
+
+Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
+  size_t budget = 0;
+  if (!o.device_mem.empty()) {
+    auto b = devices::parse_byte_size(o.device_mem);
+    if (!b.ok()) return b.status().with_context("--device-mem");
+    budget = *b;
+  }
+  if (o.partitions < 0 || o.partitions > 256) return invalid("--partitions must be in [0, 256]");
+  const int n = o.partitions > 0 ? static_cast<int>(o.partitions) : 0;
+  std::vector<backend::Device*> devs;
+  if (n > 0 || !o.devices.empty()) {
+    // --devices part:K needs the partitions to exist; make as many as the list names.
+    int wanted = n;
+    if (wanted == 0) {
+      for (size_t pos = o.devices.find("part:"); pos != std::string::npos;
+           pos = o.devices.find("part:", pos + 1)) {
+        wanted = std::max(wanted, std::atoi(o.devices.c_str() + pos + 5) + 1);
+      }
+    }
+    if (wanted > 0) {
+      auto parts = devices::make_partitions(wanted, budget);
+      if (!parts.ok()) return parts.status();
+      devs = *parts;
+    }
+  }
+  if (!o.devices.empty()) {
+    auto listed = devices::parse_device_list(o.devices);
+    if (!listed.ok()) return listed.status();
+    devs.clear();
+    for (backend::Device* d : *listed) {
+      if (d != &devices::host_device()) devs.push_back(d);
+    }
+  }
+  return devs;
+}
+
+}  // namespace
+
+void add_layout_flags(FlagSet& f, LayoutOptions& o) {
+  f.add_string({"--devices", "-dev"}, &o.devices, "offload devices, e.g. part:0,part:1");
+  f.add_int({"--partitions"}, &o.partitions, "split the CPU into N partition devices");
+  f.add_string({"--device-mem"}, &o.device_mem, "memory budget per partition, e.g. 512M");
+  f.add_int({"-ngl", "--n-gpu-layers"}, &o.n_gpu_layers, "layers to put on the devices (0)");
+  f.add_string({"-sm", "--split-mode"}, &o.split_mode, "none or layer (layer)");
+  f.add_string({"-ts", "--tensor-split"}, &o.tensor_split,
+               "layer proportions per device, e.g. 3,1");
+  f.add_bool({"-nkvo", "--no-kv-offload"}, &o.no_kv_offload, "keep the KV cache on the host");
+}
+
+Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
+                                const engine::SessionParams& params) {
+  if (o.split_mode != "none" && o.split_mode != "layer") {
+    if (o.split_mode == "tensor")
+      return error(ErrorCode::kUnsupported, "-sm tensor is not supported yet");
+    return invalid("-sm must be none or layer, got '" + o.split_mode + "'");
+  }
+  auto devs = make_devices(o);
+  if (!devs.ok()) return devs.status();
+  auto split = parse_split(o.tensor_split);
+  if (!split.ok()) return split.status();
+  engine::LayoutParams lp;
+  lp.devices = *devs;
+  // -sm none: everything offloaded goes to the first device.
+  if (o.split_mode == "none" && lp.devices.size() > 1)
+    lp.devices.erase(lp.devices.begin() + 1, lp.devices.end());
+  lp.n_gpu_layers = o.n_gpu_layers;
+  lp.tensor_split = *split;
+  lp.kv_offload = !o.no_kv_offload;
+  if (lp.n_gpu_layers > 0 && lp.devices.empty()) {
+    return invalid("-ngl needs devices: pass --partitions N or --devices LIST");
+  }
+
+  // The layout needs the layer count before the weights are placed.
+  auto probe = model::Model::load(model_path, [](int64_t) -> memory::BufferType& {
+    return devices::host_device().buffer_type();
+  });
+  if (!probe.ok()) return probe.status();
+  auto layout = engine::make_layout((*probe)->hparams().n_layer, lp);
+  if (!layout.ok()) return layout.status();
+  Loaded out;
+  out.layout = *layout;
+  if (lp.devices.empty() || lp.n_gpu_layers == 0) {
+    out.model = std::move(probe).value();
+  } else {
+    probe = Result<std::unique_ptr<model::Model>>(error(ErrorCode::kInternal, "released"));
+    auto m = model::Model::load(model_path,
+                                engine::weight_placement(out.layout, devices::host_device()));
+    if (!m.ok()) return m.status();
+    out.model = std::move(m).value();
+  }
+  auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, params);
+  if (!s.ok()) return s.status();
+  out.session = std::move(s).value();
+  return out;
+}
+
+}  // namespace strata::tools

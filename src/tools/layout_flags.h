@@ -1,0 +1,39 @@
+// The device-layout flags shared by run and bench: --devices/--partitions/--device-mem,
+// -ngl, -sm, -ts, --no-kv-offload; and loading a model and session with them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/layout.h"
+#include "engine/session.h"
+#include "model/model.h"
+#include "tools/flags.h"
+
+namespace strata::tools {
+
+struct LayoutOptions {
+  std::string devices;     ///< "part:0,part:1"
+  int64_t partitions = 0;  ///< make N CPU partitions
+  std::string device_mem;  ///< budget per partition ("512M")
+  int64_t n_gpu_layers = 0;
+  std::string split_mode = "layer";
+  std::string tensor_split;  ///< "3,1"
+  bool no_kv_offload = false;
+};
+
+void add_layout_flags(FlagSet& flags, LayoutOptions& o);
+
+/// A model and a session laid out as the options say.
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<engine::Session> session;
+  engine::Layout layout;
+};
+
+/// Makes the devices, the layout, loads the model with it and creates the session. Bad flag
+/// values are kInvalidArgument; a device out of budget is kOutOfMemory naming the device.
+Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
+                                const engine::SessionParams& params);
+
+}  // namespace strata::tools
