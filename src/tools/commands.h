@@ -13,6 +13,8 @@ int run_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 int synth_command(const std::vector<std::string>& args);
 int devices_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
+int perplexity_command(const std::vector<std::string>& args);
 
 /// Prints "strata <cmd>: <message>" to stderr and returns the exit code for the error.
 int report_error(const char* command, const Status& status);

@@ -14,6 +14,8 @@ void print_usage() {
       "  inspect   print a GGUF file's metadata and tensor table (strata inspect MODEL)\n"
       "  synth     write a random-weight Llama model (strata synth --preset P --type T -o OUT)\n"
       "  devices   list the devices (strata devices [--partitions N] [--device-mem 512M])\n"
+      "  bench     measure prompt and generation speed (strata bench -m MODEL [-p 512] [-n 128])\n"
+      "  perplexity  score a text file (strata perplexity -m MODEL -f TEXT [-c 512])\n"
       "run 'strata <command> --help' for the flags of a command\n",
       stderr);
 }
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   if (cmd == "inspect") return strata::tools::inspect_command(args);
   if (cmd == "synth") return strata::tools::synth_command(args);
   if (cmd == "devices") return strata::tools::devices_command(args);
+  if (cmd == "bench") return strata::tools::bench_command(args);
+  if (cmd == "perplexity") return strata::tools::perplexity_command(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     print_usage();
     return 0;

@@ -1,0 +1,130 @@
+// `strata perplexity`: a model's perplexity on a text file, with llama-perplexity's output.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "devices/host_device.h"
+#include "engine/perplexity.h"
+#include "engine/session.h"
+#include "model/model.h"
+#include "tools/commands.h"
+#include "tools/flags.h"
+
+namespace strata::tools {
+namespace {
+
+struct PerplexityOptions {
+  std::string model;
+  std::string file;
+  int64_t ctx = 512;
+  int64_t batch = 2048;
+  int64_t ubatch = 512;
+  int64_t threads = 0;
+  bool help = false;
+};
+
+void add_flags(FlagSet& f, PerplexityOptions& o) {
+  f.add_string({"-m", "--model"}, &o.model, "GGUF model file");
+  f.add_string({"-f", "--file"}, &o.file, "text file to score");
+  f.add_int({"-c", "--ctx-size"}, &o.ctx, "tokens per chunk (512)");
+  f.add_int({"-b", "--batch-size"}, &o.batch, "tokens per decode call (2048)");
+  f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
+  f.add_int({"-t", "--threads"}, &o.threads, "worker threads (default: all cores)");
+  f.add_bool({"-h", "--help"}, &o.help, "show this help");
+}
+
+Status invalid(const std::string& message) {
+  return error(ErrorCode::kInvalidArgument, message);
+}
+
+Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return invalid(std::string(flag) + " must be in [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "], got " + std::to_string(v));
+  }
+  return {};
+}
+
+Status validate(const PerplexityOptions& o) {
+  if (o.model.empty()) return invalid("no model given: pass a GGUF file with -m FILE.gguf");
+  if (o.file.empty()) return invalid("no text given: pass a text file with -f FILE");
+  STRATA_RETURN_IF_ERROR(check_range("-c", o.ctx, 4, int64_t{1} << 24));
+  STRATA_RETURN_IF_ERROR(check_range("-b", o.batch, 1, int64_t{1} << 24));
+  STRATA_RETURN_IF_ERROR(check_range("-ub", o.ubatch, 1, int64_t{1} << 24));
+  STRATA_RETURN_IF_ERROR(check_range("-t", o.threads, 0, 1024));
+  return {};
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(ErrorCode::kNotFound, "cannot open text file " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return error(ErrorCode::kIo, "cannot read text file " + path);
+  return s.str();
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int perplexity_command(const std::vector<std::string>& args) {
+  PerplexityOptions o;
+  FlagSet flags;
+  add_flags(flags, o);
+  if (Status st = flags.parse(args); !st.ok()) return report_error("perplexity", st);
+  if (o.help) {
+    std::printf("usage: strata perplexity -m MODEL -f TEXT [flags]\n%s", flags.usage().c_str());
+    return 0;
+  }
+  if (Status st = validate(o); !st.ok()) return report_error("perplexity", st);
+  auto text = read_text(o.file);
+  if (!text.ok()) return report_error("perplexity", text.status());
+
+  auto& device = devices::host_device();
+  auto model = model::Model::load(o.model, device.buffer_type());
+  if (!model.ok()) return report_error("perplexity", model.status());
+  engine::SessionParams sp;
+  sp.n_ctx = o.ctx;
+  sp.n_batch = std::min(o.batch, o.ctx);
+  sp.n_ubatch = o.ubatch;
+  sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
+  auto session = engine::Session::create(**model, device, sp);
+  if (!session.ok()) return report_error("perplexity", session.status());
+
+  const auto t_tok = std::chrono::steady_clock::now();
+  const std::vector<int32_t> tokens = (*model)->tokenizer().encode(*text, /*add_special=*/true);
+  const double tokenize_s = seconds_since(t_tok);
+  engine::PerplexityParams pp;
+  pp.n_ctx = o.ctx;
+  pp.n_batch = sp.n_batch;
+  auto result =
+      engine::compute_perplexity(**session, tokens, pp, [&](const engine::PerplexityChunk& c) {
+        // Said once the run is known to go ahead, so that an error stays a single line.
+        if (c.index == 0) {
+          std::fprintf(stderr, "perplexity: tokenization took %.1f ms, %zu tokens\n",
+                       tokenize_s * 1e3, tokens.size());
+          std::fprintf(stderr,
+                       "perplexity: calculating perplexity over %lld chunks, n_ctx=%lld, "
+                       "batch_size=%lld, n_seq=1, %d threads\n",
+                       static_cast<long long>(c.n_chunks), static_cast<long long>(o.ctx),
+                       static_cast<long long>(sp.n_batch), sp.n_threads);
+          const double eta = c.seconds * static_cast<double>(c.n_chunks);
+          std::fprintf(stderr, "perplexity: %.2f seconds per pass - ETA %d minutes %.2f seconds\n",
+                       c.seconds, static_cast<int>(eta / 60.0),
+                       eta - 60.0 * static_cast<int>(eta / 60.0));
+        }
+        std::printf("[%lld]%.4f,", static_cast<long long>(c.index + 1), c.ppl);
+        std::fflush(stdout);
+      });
+  if (!result.ok()) return report_error("perplexity", result.status());
+  std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
+  return 0;
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,132 @@
+// `strata bench` run as a user would: the table and the JSON carry positive rates, the probes'
+// numbers and both roofline shares; bad flags exit 2 with one line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(STRATA_BIN) + " " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return o;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
+  const int status = pclose(p);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+
+const std::string kStories = std::string(STRATA_SHARED_DIR) + "/models/stories260K.gguf";
+
+bool have_stories() {
+  return std::filesystem::exists(kStories);
+}
+
+size_t lines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The number after `"key": ` (the first occurrence at or after `from`), or -1.
+double json_value(const std::string& json, const std::string& key, size_t from = 0) {
+  const size_t at = json.find("\"" + key + "\": ", from);
+  if (at == std::string::npos) return -1.0;
+  return std::stod(json.substr(at + key.size() + 4));
+}
+
+TEST(BenchCli, TablePrintsBothTestsWithPositiveRates) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 32 -n 8 -r 2 -t 2");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("| model"));
+  EXPECT_THAT(o.out, HasSubstr("t/s"));
+  // A row: file, size, params, type, threads, test, "mean ± sd", share.
+  const std::regex row(
+      R"(\| stories260K\.gguf +\| +[0-9.]+ MiB \| +[0-9.]+ K \| F32 +\| +2 \| +(pp32|tg8) \| +)"
+      R"(([0-9.]+) ± [0-9.]+ \| +[0-9.]+% (compute|memory) \|)");
+  int rows = 0;
+  for (std::sregex_iterator it(o.out.begin(), o.out.end(), row), end; it != end; ++it) {
+    EXPECT_GT(std::stod((*it)[2]), 0.0) << it->str();
+    EXPECT_EQ((*it)[1] == "pp32", (*it)[3] == "compute") << it->str();
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("memory read bandwidth: "));
+  EXPECT_THAT(o.out, HasSubstr("compute peak: "));
+  EXPECT_THAT(o.out, HasSubstr("GFLOP/s f32 fma"));
+}
+
+TEST(BenchCli, JsonHasEveryFieldAndPositiveRates) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 32 -n 8 -r 2 -t 2 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  ASSERT_FALSE(o.out.empty());
+  EXPECT_EQ(o.out.front(), '{') << o.out;
+  EXPECT_EQ(o.out.substr(o.out.size() - 2), "}\n") << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '{'),
+            std::count(o.out.begin(), o.out.end(), '}'));
+  EXPECT_THAT(o.out, HasSubstr("\"model_file\": \"stories260K.gguf\""));
+  EXPECT_THAT(o.out, HasSubstr("\"model_type\": \"F32\""));
+  EXPECT_THAT(o.out, HasSubstr("\"compute_kind\": \"f32 fma\""));
+  EXPECT_EQ(json_value(o.out, "n_threads"), 2.0);
+  EXPECT_EQ(json_value(o.out, "repetitions"), 2.0);
+  for (const char* key : {"model_size", "model_n_params", "mem_bandwidth_bytes_per_s",
+                          "compute_peak_ops_per_s", "pp_compute_share", "tg_bandwidth_share"}) {
+    EXPECT_GT(json_value(o.out, key), 0.0) << key << "\n" << o.out;
+  }
+  const size_t pp = o.out.find("\"test\": \"pp32\"");
+  const size_t tg = o.out.find("\"test\": \"tg8\"");
+  ASSERT_NE(pp, std::string::npos) << o.out;
+  ASSERT_NE(tg, std::string::npos) << o.out;
+  EXPECT_GT(json_value(o.out, "avg_ts", pp), 0.0);
+  EXPECT_GT(json_value(o.out, "avg_ts", tg), 0.0);
+  EXPECT_GT(json_value(o.out, "compute_share", pp), 0.0);
+  EXPECT_GT(json_value(o.out, "bytes_per_token", tg), 0.0);
+  EXPECT_GT(json_value(o.out, "bandwidth_share", tg), 0.0);
+}
+
+TEST(BenchCli, ZeroSkipsATest) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 0 -n 4 -r 1 -t 1");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("tg4"));
+  EXPECT_THAT(o.out, ::testing::Not(HasSubstr("pp0")));
+}
+
+TEST(BenchCli, BadFlagsAreUsageErrors) {
+  const std::string m = " -m " + kStories;
+  for (const std::string& args : std::vector<std::string>{
+           "bench", "bench" + m + " -p -1", "bench" + m + " -n x", "bench" + m + " -r 0",
+           "bench" + m + " -t -2", "bench" + m + " -ub 0", "bench" + m + " -p 0 -n 0",
+           "bench" + m + " -p 64 -c 16", "bench" + m + " --bogus"}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out;
+    EXPECT_EQ(lines(o.out), 1u) << args << "\n" << o.out;
+  }
+}
+
+TEST(BenchCli, MissingModelFailsWithOneLine) {
+  const Outcome o = run("bench -m /nonexistent/model.gguf -p 8 -n 8");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_THAT(o.out, HasSubstr("/nonexistent/model.gguf"));
+  EXPECT_EQ(lines(o.out), 1u) << o.out;
+}
+
+}  // namespace
