@@ -90,24 +90,36 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
       return invalid("decode: token id " + std::to_string(t) + " is out of range");
   }
   const int64_t start = n_past();
-  std::vector<float> out;
-  for (int64_t i = 0; i < n; i += params_.n_ubatch) {
+  const auto n_vocab_sz = static_cast<size_t>(n_vocab);
+  // Sized up front: queued reads of the logits write into it while later micro-batches run.
+  std::vector<float> out(static_cast<size_t>(all_logits ? n : 1) * n_vocab_sz);
+  std::vector<InFlight> in_flight;
+  Status st;
+  for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
     const int64_t len = std::min(params_.n_ubatch, n - i);
     const bool last = i + len == n;
-    Status st = run_ubatch(tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)),
-                           all_logits, out);
-    if (!st.ok()) {
-      cache_->rollback(n_past() - start);
-      return st;
+    float* dst = all_logits ? out.data() + static_cast<size_t>(i) * n_vocab_sz
+                            : (last ? out.data() : nullptr);
+    st = run_ubatch(tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)), all_logits,
+                    dst, in_flight.emplace_back());
+    // Without pipelining each micro-batch completes before the next is queued.
+    if (st.ok() && !params_.pipeline) {
+      st = sched_->synchronize();
+      in_flight.clear();
     }
-    if (!all_logits && !last) out.clear();
+  }
+  const Status done = sched_->synchronize();
+  if (st.ok()) st = done;
+  if (!st.ok()) {
+    cache_->rollback(n_past() - start);
+    return st;
   }
   logits_ = std::move(out);
   return {};
 }
 
-Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits,
-                           std::vector<float>& out) {
+Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, float* logits_out,
+                           InFlight& f) {
   const auto& hp = model_->hparams();
   const auto T = static_cast<int64_t>(tokens.size());
   const auto first_pos = static_cast<int32_t>(n_past());
@@ -115,42 +127,41 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits,
   if (!first_cell.ok()) return first_cell.status();
 
   model::LlamaBatchShape shape{T, cache_->used(), all_logits ? T : 1};
-  core::Context ctx;
-  auto g = model::build_llama_graph(ctx, hp, model_->weights(), cache_->tensors(), shape);
-  if (!ctx.ok()) return ctx.status().with_context("building the graph");
-  STRATA_RETURN_IF_ERROR(sched_->allocate(g.graph));
+  f.ctx = std::make_unique<core::Context>();
+  auto g = model::build_llama_graph(*f.ctx, hp, model_->weights(), cache_->tensors(), shape);
+  if (!f.ctx->ok()) return f.ctx->status().with_context("building the graph");
+  f.graph = std::make_unique<core::Graph>(std::move(g.graph));
+  STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));
 
-  std::vector<int32_t> pos(static_cast<size_t>(T)), slots(static_cast<size_t>(T));
+  f.tokens.assign(tokens.begin(), tokens.end());
+  f.pos.resize(static_cast<size_t>(T));
+  f.slots.resize(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) {
-    pos[static_cast<size_t>(i)] = first_pos + static_cast<int32_t>(i);
-    slots[static_cast<size_t>(i)] = static_cast<int32_t>(*first_cell + i);
+    f.pos[static_cast<size_t>(i)] = first_pos + static_cast<int32_t>(i);
+    f.slots[static_cast<size_t>(i)] = static_cast<int32_t>(*first_cell + i);
   }
   // Causal mask: token t sees every cell holding a position up to its own.
-  std::vector<float> mask(static_cast<size_t>(shape.n_kv * T));
+  f.mask.resize(static_cast<size_t>(shape.n_kv * T));
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t c = 0; c < shape.n_kv; ++c) {
       const int32_t cp = cache_->cell_pos(c);
-      const bool visible = cp >= 0 && cp <= pos[static_cast<size_t>(t)];
-      mask[static_cast<size_t>(t * shape.n_kv + c)] = visible ? 0.0f : -INFINITY;
+      const bool visible = cp >= 0 && cp <= f.pos[static_cast<size_t>(t)];
+      f.mask[static_cast<size_t>(t * shape.n_kv + c)] = visible ? 0.0f : -INFINITY;
     }
   }
+  f.out_id = static_cast<int32_t>(T - 1);
+  // Queued writes read these vectors later: they live in `f` until the run is synchronized.
   auto set = [this](core::Tensor* t, const void* data, size_t bytes) {
     return sched_->backend_of(*t).set_async(*t, data, 0, bytes);
   };
-  STRATA_RETURN_IF_ERROR(set(g.tokens, tokens.data(), tokens.size_bytes()));
-  STRATA_RETURN_IF_ERROR(set(g.positions, pos.data(), pos.size() * 4));
-  STRATA_RETURN_IF_ERROR(set(g.kv_slots, slots.data(), slots.size() * 4));
-  STRATA_RETURN_IF_ERROR(set(g.kq_mask, mask.data(), mask.size() * 4));
-  if (g.out_ids != nullptr) {
-    const int32_t last = static_cast<int32_t>(T - 1);
-    STRATA_RETURN_IF_ERROR(set(g.out_ids, &last, sizeof last));
-  }
-  STRATA_RETURN_IF_ERROR(sched_->compute());
-  const size_t old = out.size();
-  out.resize(old + static_cast<size_t>(g.logits->nelements()));
-  backend::Backend& lb = sched_->backend_of(*g.logits);
-  STRATA_RETURN_IF_ERROR(lb.get_async(*g.logits, out.data() + old, 0, g.logits->nbytes()));
-  return lb.synchronize();
+  STRATA_RETURN_IF_ERROR(set(g.tokens, f.tokens.data(), f.tokens.size() * 4));
+  STRATA_RETURN_IF_ERROR(set(g.positions, f.pos.data(), f.pos.size() * 4));
+  STRATA_RETURN_IF_ERROR(set(g.kv_slots, f.slots.data(), f.slots.size() * 4));
+  STRATA_RETURN_IF_ERROR(set(g.kq_mask, f.mask.data(), f.mask.size() * 4));
+  if (g.out_ids != nullptr) STRATA_RETURN_IF_ERROR(set(g.out_ids, &f.out_id, sizeof f.out_id));
+  STRATA_RETURN_IF_ERROR(sched_->compute_async());
+  if (logits_out == nullptr) return {};
+  return sched_->backend_of(*g.logits).get_async(*g.logits, logits_out, 0, g.logits->nbytes());
 }
 
 int64_t Session::n_outputs() const {

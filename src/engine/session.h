@@ -20,6 +20,8 @@ struct SessionParams {
   int64_t n_batch = 2048;  ///< most tokens one decode() call takes
   int64_t n_ubatch = 512;  ///< tokens per graph run (micro-batch)
   int n_threads = 1;
+  /// Queue consecutive micro-batches without waiting, so devices of a layer split overlap.
+  bool pipeline = true;
   core::Type type_k = core::Type::kF16;
   core::Type type_v = core::Type::kF16;
 };
@@ -60,7 +62,16 @@ class Session {
 
  private:
   Session() = default;
-  Status run_ubatch(std::span<const int32_t> tokens, bool all_logits, std::vector<float>& out);
+  // What a queued micro-batch needs kept alive until the backends are synchronized.
+  struct InFlight {
+    std::unique_ptr<core::Context> ctx;
+    std::unique_ptr<core::Graph> graph;
+    std::vector<int32_t> tokens, pos, slots;
+    std::vector<float> mask;
+    int32_t out_id = 0;
+  };
+  Status run_ubatch(std::span<const int32_t> tokens, bool all_logits, float* logits_out,
+                    InFlight& in_flight);
 
   const model::Model* model_ = nullptr;
   SessionParams params_;

@@ -201,9 +201,8 @@ Status Scheduler::plan(core::Graph& graph) {
         Tensor* source = const_cast<Tensor*>(st);
         if (!whole) {
           // The copied bytes as a tensor of the copy's shape, for Backend::copy_async.
+          // Its address is set once the storage is placed (see place()).
           source = copies_ctx_->new_tensor(core::Type::kI8, copy->ne, st->name + "#source");
-          source->data = static_cast<uint8_t*>(st->data) + offset;
-          source->buffer = st->buffer;
         }
         split.inputs.push_back(Split::Input{st, offset, bytes, copy, source});
         assigned_[copy] = split.backend;
@@ -264,6 +263,13 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     if (!st.ok()) return st.with_context(std::string(backends_[b]->device().name()));
   }
   if (reserve_only) return {};
+  for (const Split& sp : splits_) {
+    for (const Split::Input& in : sp.inputs) {
+      if (in.source == in.storage) continue;
+      in.source->data = static_cast<uint8_t*>(in.storage->data) + in.offset;
+      in.source->buffer = in.storage->buffer;
+    }
+  }
   // Views (including re-pointed ones) get their address once every storage is placed.
   for (Tensor* n : graph.nodes) {
     if (n->is_view()) STRATA_RETURN_IF_ERROR(memory::place_view(*n));

@@ -29,7 +29,8 @@ struct Opened {
   std::unique_ptr<Session> session;
 };
 
-Opened open(const std::string& path, const LayoutCase& c, int64_t ubatch = 512) {
+Opened open(const std::string& path, const LayoutCase& c, int64_t ubatch = 512,
+            bool pipeline = true) {
   Opened r;
   LayoutParams lp;
   if (c.partitions > 0) {
@@ -50,8 +51,9 @@ Opened open(const std::string& path, const LayoutCase& c, int64_t ubatch = 512) 
   EXPECT_TRUE(m.ok()) << m.status().message();
   if (!m.ok()) return r;
   r.model = std::move(m).value();
-  auto s = Session::create(*r.model, devices::host_device(), *layout,
-                           {.n_ctx = 256, .n_ubatch = ubatch, .n_threads = 2});
+  auto s =
+      Session::create(*r.model, devices::host_device(), *layout,
+                      {.n_ctx = 256, .n_ubatch = ubatch, .n_threads = 2, .pipeline = pipeline});
   EXPECT_TRUE(s.ok()) << s.status().message();
   if (s.ok()) r.session = std::move(s).value();
   return r;
@@ -107,6 +109,24 @@ INSTANTIATE_TEST_SUITE_P(All, Layouts,
                              c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
+
+// Micro-batches queued back to back (pipelined across the partitions) or one at a time give
+// the plain run's logits.
+TEST(Layouts, PipelinedMicroBatchesEqualThePlainRun) {
+  auto g = testing::load_golden("synth256-q8_0", "park");
+  if (!g) GTEST_SKIP() << "golden files not found";
+  Opened plain = open(g->model_path, {"plain", 0, 0, {}, true}, 16);
+  const auto expected = logits_of(*plain.session, g->prompt_tokens);
+  for (bool pipeline : {true, false}) {
+    for (const LayoutCase& c :
+         {LayoutCase{"two", 2, 99, {}, true}, LayoutCase{"part", 2, 3, {1, 1}, false}}) {
+      Opened laid = open(g->model_path, c, 16, pipeline);
+      ASSERT_TRUE(laid.session);
+      EXPECT_EQ(logits_of(*laid.session, g->prompt_tokens), expected)
+          << c.name << " pipeline " << pipeline;
+    }
+  }
+}
 
 TEST(Layouts, GreedyContinuationIsTokenExactAcrossDevices) {
   auto g = testing::load_golden("stories260K", "once");
