@@ -20,8 +20,8 @@ struct PartitionSpec {
 /// Splits the cores this process may use into `n` partitions of `budget` bytes each. Cores
 /// are ordered by NUMA node and divided evenly (sizes differ by at most one), so on a machine
 /// with n nodes of equal size each partition is one node; a partition whose cores all lie on
-/// one node of a multi-node machine is bound to it. kInvalidArgument when n < 1 or there are
-/// fewer cores than partitions.
+/// one node of a multi-node machine is bound to it. With more partitions than cores, each gets
+/// one core, shared round-robin (up to 4 a core). kInvalidArgument when n < 1 or beyond that.
 Result<std::vector<PartitionSpec>> plan_partitions(int n, size_t budget);
 
 /// "0-3,8" for messages and listings.

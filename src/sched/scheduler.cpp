@@ -260,7 +260,7 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     const auto owns = owner(b);
     Status st = reserve_only ? allocators_[b]->reserve(augmented, owns)
                              : allocators_[b]->allocate(augmented, owns);
-    if (!st.ok()) return st.with_context(std::string(backends_[b]->device().name()));
+    if (!st.ok()) return st;  // the buffer type's message names the device
   }
   if (reserve_only) return {};
   for (const Split& sp : splits_) {

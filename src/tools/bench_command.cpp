@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/layout_flags.h"
 #include "tools/probe.h"
 
 namespace strata::tools {
@@ -30,6 +31,7 @@ struct BenchOptions {
   int64_t ctx = 0;
   bool json = false;
   bool help = false;
+  LayoutOptions layout;
 };
 
 void add_flags(FlagSet& f, BenchOptions& o) {
@@ -42,6 +44,7 @@ void add_flags(FlagSet& f, BenchOptions& o) {
   f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: what the tests need)");
   f.add_bool({"--json"}, &o.json, "print one JSON object instead of a table");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
+  add_layout_flags(f, o.layout);
 }
 
 Status invalid(const std::string& message) {
@@ -229,6 +232,7 @@ std::string format(const char* fmt, double a, double b = 0.0) {
 
 struct Report {
   ModelFacts model;
+  std::string layout;  ///< which device holds which layers
   int threads = 0;
   int64_t n_ubatch = 0;
   int64_t n_ctx = 0;
@@ -281,7 +285,8 @@ void print_table(const Report& r) {
   std::printf("%s\n", rule.c_str());
   for (const auto& row : rows) print_row(row);
 
-  std::printf("\nmemory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
+  std::printf("\nlayout: %s\n", r.layout.c_str());
+  std::printf("memory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
               r.bandwidth.bytes_per_second / 1e9, format_size(r.bandwidth.buffer_bytes).c_str(),
               r.bandwidth.threads, r.bandwidth.runs);
   std::printf("compute peak: %.1f %s %s (%s, %d threads)\n", r.compute.ops_per_second / 1e9,
@@ -336,6 +341,7 @@ void print_json(const Report& r) {
     o += "  " + json_string(key) + ": " + value + (last ? "\n" : ",\n");
   };
   field("model_file", json_string(r.model.file));
+  field("layout", json_string(r.layout));
   field("model_type", json_string(r.model.type));
   field("model_size", std::to_string(r.model.bytes));
   field("model_n_params", std::to_string(r.model.params));
@@ -386,41 +392,40 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (Status st = validate(o); !st.ok()) return report_error("bench", st);
 
-  auto& device = devices::host_device();
-  auto model = model::Model::load(o.model, device.buffer_type());
-  if (!model.ok()) return report_error("bench", model.status());
+  engine::SessionParams sp;
+  sp.n_ctx = o.ctx > 0 ? o.ctx : std::max(o.n_prompt, o.n_gen);
+  sp.n_batch = std::max<int64_t>(o.n_prompt, 1);
+  sp.n_ubatch = o.ubatch;
+  sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
+  auto loaded = load_with_layout(o.model, o.layout, sp);
+  if (!loaded.ok()) return report_error("bench", loaded.status());
+  auto& model = loaded->model;
+  auto& session = loaded->session;
   Report r;
-  r.model = model_facts(o.model, **model);
-  r.threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
+  r.model = model_facts(o.model, *model);
+  r.threads = sp.n_threads;
   r.reps = o.reps;
-  r.n_ctx = o.ctx > 0 ? o.ctx : std::max(o.n_prompt, o.n_gen);
+  r.n_ctx = sp.n_ctx;
+  r.n_ubatch = std::min(o.ubatch, sp.n_batch);
+  r.layout = describe_layout(loaded->layout, model->hparams().n_layer);
 
-  // Probes first, before the session's memory is taken: they must see an idle machine.
+  // Probes before the timed tests, on an otherwise idle machine.
   auto bandwidth = probe_read_bandwidth(r.threads);
   if (!bandwidth.ok()) return report_error("bench", bandwidth.status());
   r.bandwidth = *bandwidth;
   r.compute = probe_compute_peak(r.model.kind, r.threads);
 
-  engine::SessionParams sp;
-  sp.n_ctx = r.n_ctx;
-  sp.n_batch = std::max<int64_t>(o.n_prompt, 1);
-  sp.n_ubatch = o.ubatch;
-  sp.n_threads = r.threads;
-  auto session = engine::Session::create(**model, device, sp);
-  if (!session.ok()) return report_error("bench", session.status());
-  r.n_ubatch = std::min(o.ubatch, sp.n_batch);
-
-  TokenSource src((*model)->tokenizer());
+  TokenSource src(model->tokenizer());
   const double kv_bytes_per_cell =
-      static_cast<double>((*session)->cache().bytes()) / static_cast<double>((*session)->n_ctx());
+      static_cast<double>(session->cache().bytes()) / static_cast<double>(session->n_ctx());
   if (o.n_prompt > 0) {
-    auto t = run_test(**session, src, o.n_prompt, 0, o.reps);
+    auto t = run_test(*session, src, o.n_prompt, 0, o.reps);
     if (!t.ok()) return report_error("bench", t.status());
     t->share = 2.0 * static_cast<double>(r.model.params) * t->avg_ts / r.compute.ops_per_second;
     r.tests.push_back(*t);
   }
   if (o.n_gen > 0) {
-    auto t = run_test(**session, src, 0, o.n_gen, o.reps);
+    auto t = run_test(*session, src, 0, o.n_gen, o.reps);
     if (!t.ok()) return report_error("bench", t.status());
     // Token i attends to i + 1 cells: (n + 1) / 2 on average over the run.
     t->bytes_per_token = static_cast<double>(r.model.weight_bytes_per_token) +

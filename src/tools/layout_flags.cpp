@@ -77,6 +77,35 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_bool({"-nkvo", "--no-kv-offload"}, &o.no_kv_offload, "keep the KV cache on the host");
 }
 
+std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
+  std::string out;
+  for (int d = -1; d < static_cast<int>(layout.devices.size()); ++d) {
+    const std::string name =
+        d < 0 ? "cpu" : std::string(layout.devices[static_cast<size_t>(d)]->name());
+    std::string what = d < 0 ? "input" : "";
+    int64_t first = -1;
+    auto flush = [&](int64_t end) {
+      if (first < 0) return;
+      what += (what.empty() ? "" : ", ") + std::string("layers ") + std::to_string(first) +
+              (end - 1 > first ? "-" + std::to_string(end - 1) : "");
+      first = -1;
+    };
+    for (int64_t l = 0; l < n_layer; ++l) {
+      if (layout.layer_device[static_cast<size_t>(l)] == d) {
+        if (first < 0) first = l;
+      } else {
+        flush(l);
+      }
+    }
+    flush(n_layer);
+    if (layout.output_device == d) what += (what.empty() ? "" : ", ") + std::string("output");
+    if (what.empty()) continue;
+    out += (out.empty() ? "" : "; ") + name + ": " + what;
+  }
+  if (!layout.kv_offload) out += " (KV cache on the host)";
+  return out;
+}
+
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
                                 const engine::SessionParams& params) {
   if (o.split_mode != "none" && o.split_mode != "layer") {

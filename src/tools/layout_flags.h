@@ -31,6 +31,9 @@ struct Loaded {
   engine::Layout layout;
 };
 
+/// "cpu: input, output; part:0: layers 0-10 (+KV); part:1: layers 11-21 (+KV)".
+std::string describe_layout(const engine::Layout& layout, int64_t n_layer);
+
 /// Makes the devices, the layout, loads the model with it and creates the session. Bad flag
 /// values are kInvalidArgument; a device out of budget is kOutOfMemory naming the device.
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,

@@ -41,11 +41,24 @@ TEST(PartitionPlan, RefusesImpossibleCounts) {
   const int n_cores = static_cast<int>(allowed_cpus().size());
   auto zero = plan_partitions(0, 0);
   EXPECT_EQ(zero.status().message(), "partition count 0 must be at least 1");
-  auto many = plan_partitions(n_cores + 1, 0);
+  auto many = plan_partitions(4 * n_cores + 1, 0);
   EXPECT_EQ(many.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(many.status().message(), "cannot make " + std::to_string(n_cores + 1) +
+  EXPECT_EQ(many.status().message(), "cannot make " + std::to_string(4 * n_cores + 1) +
                                          " partitions: this process may use " +
-                                         std::to_string(n_cores) + " cores");
+                                         std::to_string(n_cores) +
+                                         " cores (at most 4 partitions a core)");
+}
+
+TEST(PartitionPlan, MorePartitionsThanCoresShareCoresRoundRobin) {
+  const auto cpus = allowed_cpus();
+  const int n = static_cast<int>(cpus.size()) + 1;
+  auto specs = plan_partitions(n, 0);
+  ASSERT_TRUE(specs.ok()) << specs.status().message();
+  ASSERT_EQ(specs->size(), static_cast<size_t>(n));
+  for (const PartitionSpec& s : *specs) {
+    ASSERT_EQ(s.cores.size(), 1u);
+    EXPECT_EQ(s.cores[0], cpus[static_cast<size_t>(s.index) % cpus.size()]);
+  }
 }
 
 TEST(PartitionPlan, FormatsCpuLists) {

@@ -79,6 +79,8 @@ const LayoutCase kLayouts[] = {
     {"uneven_1to3", 2, 99, {1, 3}, true},
     {"no_kv_offload", 2, 99, {}, false},
     {"partial_no_kv_offload", 2, 2, {}, false},
+    {"full_3parts", 3, 99, {}, true},
+    {"uneven_3parts", 3, 3, {2, 1, 1}, true},
 };
 
 class Layouts : public ::testing::TestWithParam<std::tuple<std::string, LayoutCase>> {};

@@ -166,5 +166,46 @@ TEST(Scheduler, EvalCallbackObservesNamedNodesInOrder) {
   EXPECT_EQ(seen.size(), 2u);
 }
 
+// A compute buffer that does not fit the device budget is an error, and the scheduler stays
+// usable: a graph that fits runs correctly afterwards.
+TEST(Scheduler, OutOfBudgetAllocationFailsAndLeavesTheSchedulerUsable) {
+  auto parts = devices::make_partitions(2, size_t{64} << 10);
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  backend::Device& dev = *(*parts)[0];
+  Weights w;
+  Tensor* weight = w.place(dev.buffer_type(), core::Type::kF32, {64, 64, 1, 1}, "w", 5);
+  auto host_be = devices::host_device().make_backend({1});
+  auto dev_be = dev.make_backend({});
+  Scheduler s({dev_be->get(), host_be->get()});
+  auto build_mm = [&](int64_t n, core::Context& ctx, Tensor** x, Tensor** y) {
+    *x = ctx.new_tensor(core::Type::kF32, {64, n, 1, 1}, "x");
+    *y = core::mul_mat(ctx, weight, *x);
+    Tensor* outs[] = {*y};
+    return core::build_graph(outs);
+  };
+  {
+    core::Context ctx;
+    Tensor *x, *y;
+    core::Graph big = build_mm(4096, ctx, &x, &y);  // 1 MiB of activations: over budget
+    Status st = s.allocate(big);
+    EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory);
+    EXPECT_NE(st.message().find("part:0"), std::string::npos) << st.message();
+  }
+  core::Context ctx;
+  Tensor *x, *y;
+  core::Graph small = build_mm(4, ctx, &x, &y);
+  ASSERT_TRUE(s.allocate(small).ok());
+  std::vector<float> xs(64 * 4, 0.5f);
+  ASSERT_TRUE(s.backend_of(*x).set_async(*x, xs.data(), 0, xs.size() * 4).ok());
+  ASSERT_TRUE(s.compute().ok());
+  std::vector<float> ys(64 * 4);
+  ASSERT_TRUE(s.backend_of(*y).get_async(*y, ys.data(), 0, ys.size() * 4).ok());
+  ASSERT_TRUE(s.synchronize().ok());
+  const float* wd = static_cast<const float*>(weight->data);
+  double expect = 0;
+  for (int k = 0; k < 64; ++k) expect += 0.5 * wd[k];
+  EXPECT_NEAR(ys[0], expect, 1e-4);
+}
+
 }  // namespace
 }  // namespace strata::sched

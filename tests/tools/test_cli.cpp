@@ -95,6 +95,39 @@ TEST(Cli, InspectPrintsMetadataAndTensors) {
   EXPECT_THAT(o.out, ::testing::HasSubstr("blk.4.ffn_down.weight"));
 }
 
+TEST(Cli, DeviceOutOfBudgetNamesTheDeviceAndTheNeed) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("run -m " + kStories + " -p hi --partitions 2 --device-mem 256K -ngl 99");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_THAT(o.out, ::testing::HasSubstr("part:0 needs 532 KiB for 3 layers"));
+  EXPECT_THAT(o.out, ::testing::HasSubstr("256 KiB budget"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
+TEST(Cli, RunAcrossPartitionsGivesTheSameText) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base = "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0";
+  const Outcome plain = run(base);
+  const Outcome split = run(base + " --partitions 2 -ngl 99 -ts 3,1");
+  ASSERT_EQ(split.exit_code, 0) << split.out;
+  EXPECT_EQ(split.out.substr(0, split.out.find('\n')), plain.out.substr(0, plain.out.find('\n')));
+}
+
+TEST(Cli, DevicesListsTheHostAndPartitions) {
+  const Outcome o = run("devices --partitions 2 --device-mem 512M");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("part:1"));
+  EXPECT_THAT(o.out, ::testing::HasSubstr("512"));
+}
+
+TEST(Cli, BenchAcceptsLayoutFlags) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 16 -n 4 -r 1 --partitions 2 -ngl 99");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr(
+                         "layout: cpu: input; part:0: layers 0-2; part:1: layers 3-4, output"));
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(run("frobnicate").exit_code, 2);
 }
