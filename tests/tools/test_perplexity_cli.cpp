@@ -2,7 +2,9 @@
 // too little text and bad flags are clear one-line errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_runner.h"
 
 #include <algorithm>
 #include <array>
@@ -15,31 +17,12 @@
 
 namespace {
 
+using strata::testing::have_stories;
+using strata::testing::kStories;
+using strata::testing::Outcome;
+using strata::testing::run;
+
 using ::testing::HasSubstr;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BIN) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return o;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
-
-const std::string kStories = std::string(STRATA_SHARED_DIR) + "/models/stories260K.gguf";
-
-bool have_stories() {
-  return std::filesystem::exists(kStories);
-}
 
 size_t lines(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));

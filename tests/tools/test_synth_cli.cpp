@@ -2,7 +2,9 @@
 // `strata inspect` shows them) and runs; bad usage exits 2 with one clear line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_runner.h"
 
 #include <algorithm>
 #include <array>
@@ -15,25 +17,12 @@
 
 namespace {
 
+using strata::testing::have_stories;
+using strata::testing::kStories;
+using strata::testing::Outcome;
+using strata::testing::run;
+
 using ::testing::HasSubstr;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BIN) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return o;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.out.append(buf.data(), n);
-  const int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
 
 std::string tmp_path(const std::string& name) {
   return std::string(STRATA_TEST_TMPDIR) + "/synth_cli_" + name + ".gguf";
