@@ -115,4 +115,13 @@ std::string FlagSet::usage() const {
   return os.str();
 }
 
+Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return error(ErrorCode::kInvalidArgument, std::string(flag) + " must be in [" +
+                                                  std::to_string(lo) + ", " + std::to_string(hi) +
+                                                  "], got " + std::to_string(v));
+  }
+  return {};
+}
+
 }  // namespace strata::tools

@@ -40,4 +40,7 @@ class FlagSet {
   std::vector<Flag> flags_;
 };
 
+/// kInvalidArgument "FLAG must be in [lo, hi], got v" unless lo <= v <= hi.
+Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi);
+
 }  // namespace strata::tools

@@ -40,14 +40,6 @@ Status invalid(const std::string& message) {
   return error(ErrorCode::kInvalidArgument, message);
 }
 
-Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
-  if (v < lo || v > hi) {
-    return invalid(std::string(flag) + " must be in [" + std::to_string(lo) + ", " +
-                   std::to_string(hi) + "], got " + std::to_string(v));
-  }
-  return {};
-}
-
 Status validate(const PerplexityOptions& o) {
   if (o.model.empty()) return invalid("no model given: pass a GGUF file with -m FILE.gguf");
   if (o.file.empty()) return invalid("no text given: pass a text file with -f FILE");

@@ -57,15 +57,6 @@ void add_flags(FlagSet& f, RunOptions& o) {
   add_layout_flags(f, o.layout);
 }
 
-Status check_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
-  if (v < lo || v > hi) {
-    return error(ErrorCode::kInvalidArgument, std::string(flag) + " must be in [" +
-                                                  std::to_string(lo) + ", " + std::to_string(hi) +
-                                                  "], got " + std::to_string(v));
-  }
-  return {};
-}
-
 Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
   auto t = core::type_from_name(name);
   const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 ||
