@@ -1,0 +1,130 @@
+// Google Benchmark suite for the hot CPU kernels: matrix-vector (decode) and matrix-matrix
+// (prefill) products for every weight type, and the row-wise ops of a Llama block.
+// Run: build/bench/strata_kernels_bench [--benchmark_filter=MulMat/q4_0]. Threads: STRATA_THREADS.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/ops.h"
+#include "cpu/graph_compute.h"
+#include "memory/graph_allocator.h"
+
+namespace {
+
+using strata::core::Tensor;
+using strata::core::Type;
+
+int bench_threads() {
+  const char* t = std::getenv("STRATA_THREADS");
+  return t != nullptr ? std::max(1, std::atoi(t)) : 1;
+}
+
+// One graph with its inputs filled with random values and its memory placed.
+struct Fixture {
+  strata::core::Context ctx;
+  strata::core::Graph graph;
+  std::vector<std::unique_ptr<strata::memory::Buffer>> buffers;
+  strata::memory::GraphAllocator galloc{strata::memory::host_buffer_type()};
+  strata::cpu::ThreadPool pool{bench_threads()};
+  std::vector<uint8_t> scratch;
+
+  Tensor* leaf(Type type, strata::core::Shape ne) {
+    Tensor* t = ctx.new_tensor(type, ne);
+    auto buf = strata::memory::host_buffer_type().allocate(t->nbytes());
+    (void)(*buf)->place(*t, 0);
+    std::mt19937 rng(static_cast<uint32_t>(buffers.size() + 1));
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    if (type == Type::kI32) {
+      auto* p = static_cast<int32_t*>(t->data);
+      for (int64_t i = 0; i < t->nelements(); ++i) p[i] = static_cast<int32_t>(i);
+    } else {
+      std::vector<float> v(static_cast<size_t>(t->nelements()));
+      for (float& x : v) x = nd(rng);
+      strata::core::traits(type).from_float(v.data(), t->data, t->nelements());
+    }
+    buffers.push_back(std::move(buf).value());
+    return t;
+  }
+
+  bool finish(Tensor* out) {
+    Tensor* outs[] = {out};
+    graph = strata::core::build_graph(outs);
+    return ctx.ok() && galloc.allocate(graph).ok();
+  }
+
+  void run(benchmark::State& state) {
+    for (auto _ : state) {
+      if (!strata::cpu::compute_graph(graph, pool, scratch).ok()) {
+        state.SkipWithError("compute failed");
+        return;
+      }
+    }
+  }
+};
+
+// dst[M, N] = W[K, M] x X[K, N]: bytes of W per iteration tell the achieved bandwidth.
+void BM_MulMat(benchmark::State& state, Type type) {
+  const int64_t k = state.range(0), m = state.range(1), n = state.range(2);
+  Fixture f;
+  Tensor* w = f.leaf(type, {k, m, 1, 1});
+  Tensor* x = f.leaf(Type::kF32, {k, n, 1, 1});
+  if (!f.finish(strata::core::mul_mat(f.ctx, w, x))) {
+    state.SkipWithError(f.ctx.status().message().c_str());
+    return;
+  }
+  f.run(state);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w->nbytes()));
+  state.counters["flops"] = benchmark::Counter(
+      static_cast<double>(2 * k * m * n) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+void BM_RmsNorm(benchmark::State& state) {
+  Fixture f;
+  Tensor* x = f.leaf(Type::kF32, {state.range(0), state.range(1), 1, 1});
+  if (!f.finish(strata::core::rms_norm(f.ctx, x, 1e-5f))) return;
+  f.run(state);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(x->nbytes()));
+}
+
+void BM_SoftMax(benchmark::State& state) {
+  Fixture f;
+  Tensor* x = f.leaf(Type::kF32, {state.range(0), state.range(1), 32, 1});
+  if (!f.finish(strata::core::soft_max(f.ctx, x, nullptr, 0.125f))) return;
+  f.run(state);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(x->nbytes()));
+}
+
+void register_all() {
+  const std::pair<const char*, Type> types[] = {
+      {"f32", Type::kF32},   {"f16", Type::kF16},   {"bf16", Type::kBF16}, {"q8_0", Type::kQ8_0},
+      {"q4_0", Type::kQ4_0}, {"q4_1", Type::kQ4_1}, {"q5_0", Type::kQ5_0}, {"q5_1", Type::kQ5_1},
+      {"q2_k", Type::kQ2_K}, {"q3_k", Type::kQ3_K}, {"q4_k", Type::kQ4_K}, {"q5_k", Type::kQ5_K},
+      {"q6_k", Type::kQ6_K},
+  };
+  for (const auto& [name, type] : types) {
+    // Decode shapes of a 2048-wide model (attention and FFN), then a prefill micro-batch.
+    benchmark::RegisterBenchmark((std::string("MulMat/") + name).c_str(), BM_MulMat, type)
+        ->Args({2048, 2048, 1})
+        ->Args({2048, 5632, 1})
+        ->Args({2048, 2048, 64})
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+  benchmark::RegisterBenchmark("RmsNorm", BM_RmsNorm)->Args({2048, 64})->UseRealTime();
+  benchmark::RegisterBenchmark("SoftMax", BM_SoftMax)->Args({1024, 16})->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
