@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "conformance_cases.h"
+#include "core/blocks.h"
 
 namespace strata::cpu::test {
 
@@ -13,7 +14,10 @@ using core::Type;
 
 void mul_mat_cases(std::vector<Case>& out) {
   for (Type t : kWeightTypes) {
-    for (int64_t k : {96, 160, 4096}) {
+    const bool super_blocks = core::block_size(t) == core::kQK_K;
+    const std::vector<int64_t> ks =
+        super_blocks ? std::vector<int64_t>{256, 768, 4096} : std::vector<int64_t>{96, 160, 4096};
+    for (int64_t k : ks) {
       for (int64_t m : {1, 3, 7, 33}) {
         for (int64_t n : {1, 3, 7, 33}) {
           out.push_back({"mul_mat_" + tname(t) + "_k" + std::to_string(k) + "_m" +
@@ -30,31 +34,35 @@ void mul_mat_cases(std::vector<Case>& out) {
     const auto add = [&](const std::string& name, auto build) {
       out.push_back({p + name, build, kDot, kDotFloor});
     };
+    // Row lengths of 64 / 96 / 128 for 32-element blocks, one super-block for the K-quants.
+    const int64_t k64 = fit_k(t, 64), k96 = fit_k(t, 96), k128 = fit_k(t, 128);
     add("broadcast", [=](Context& ctx, Inputs&) {
-      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {64, 5, 2, 3}), f32(ctx, {64, 3, 4, 6}))};
+      return std::vector{
+          core::mul_mat(ctx, leaf(ctx, t, {k64, 5, 2, 3}), f32(ctx, {k64, 3, 4, 6}))};
     });
     add("batched", [=](Context& ctx, Inputs&) {
-      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {96, 7, 3, 1}), f32(ctx, {96, 5, 3, 1}))};
+      return std::vector{
+          core::mul_mat(ctx, leaf(ctx, t, {k96, 7, 3, 1}), f32(ctx, {k96, 5, 3, 1}))};
     });
     add("x_permuted", [=](Context& ctx, Inputs&) {
-      Tensor* x = core::permute(ctx, f32(ctx, {64, 3, 5, 1}), {0, 2, 1, 3});
-      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {64, 7, 3, 1}), x)};
+      Tensor* x = core::permute(ctx, f32(ctx, {k64, 3, 5, 1}), {0, 2, 1, 3});
+      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {k64, 7, 3, 1}), x)};
     });
     add("x_transposed", [=](Context& ctx, Inputs&) {
-      Tensor* x = core::transpose(ctx, f32(ctx, {5, 64, 1, 1}));
-      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {64, 7, 1, 1}), x)};
+      Tensor* x = core::transpose(ctx, f32(ctx, {5, k64, 1, 1}));
+      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {k64, 7, 1, 1}), x)};
     });
     add("x_view_offset", [=](Context& ctx, Inputs&) {
-      Tensor* x = row_window(ctx, f32(ctx, {64, 9, 1, 1}), 2, 5);
-      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {64, 7, 1, 1}), x)};
+      Tensor* x = row_window(ctx, f32(ctx, {k64, 9, 1, 1}), 2, 5);
+      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {k64, 7, 1, 1}), x)};
     });
     add("w_view_offset", [=](Context& ctx, Inputs&) {
-      Tensor* w = row_window(ctx, leaf(ctx, t, {64, 12, 1, 1}), 3, 7);
-      return std::vector{core::mul_mat(ctx, w, f32(ctx, {64, 4, 1, 1}))};
+      Tensor* w = row_window(ctx, leaf(ctx, t, {k64, 12, 1, 1}), 3, 7);
+      return std::vector{core::mul_mat(ctx, w, f32(ctx, {k64, 4, 1, 1}))};
     });
     add("large", [=](Context& ctx, Inputs&) {
       return std::vector{
-          core::mul_mat(ctx, leaf(ctx, t, {128, 300, 1, 1}), f32(ctx, {128, 70, 1, 1}))};
+          core::mul_mat(ctx, leaf(ctx, t, {k128, 300, 1, 1}), f32(ctx, {k128, 70, 1, 1}))};
     });
   }
   // Strided weight rows (a transposed KV-cache view) and rows that are not a whole number of
@@ -98,19 +106,20 @@ namespace {
 void get_rows_cases(std::vector<Case>& out) {
   for (Type t : kWeightTypes) {
     const std::string p = "get_rows_" + tname(t) + "_";
+    const int64_t k64 = fit_k(t, 64), k96 = fit_k(t, 96);
     out.push_back({p + "plain", [=](Context& ctx, Inputs& in) {
                      Tensor* ids = ids_leaf(ctx, in, {3, 0, 9, 9, 4, 1, 7}, {7, 1, 1, 1});
-                     return std::vector{core::get_rows(ctx, leaf(ctx, t, {64, 10, 1, 1}), ids)};
+                     return std::vector{core::get_rows(ctx, leaf(ctx, t, {k64, 10, 1, 1}), ids)};
                    }});
     out.push_back(
         {p + "batched", [=](Context& ctx, Inputs& in) {
            Tensor* ids = ids_leaf(ctx, in, random_ints(5 * 2 * 3, 0, 10, 11), {5, 2, 3, 1});
-           return std::vector{core::get_rows(ctx, leaf(ctx, t, {96, 10, 2, 3}), ids)};
+           return std::vector{core::get_rows(ctx, leaf(ctx, t, {k96, 10, 2, 3}), ids)};
          }});
     out.push_back({p + "view_offset_strided_ids", [=](Context& ctx, Inputs& in) {
                      Tensor* ids0 = ids_leaf(ctx, in, random_ints(14, 0, 10, 12), {14, 1, 1, 1});
                      Tensor* ids = core::view(ctx, ids0, {7, 1, 1, 1}, {8, 56, 56, 56}, 0);
-                     Tensor* table = row_window(ctx, leaf(ctx, t, {64, 20, 1, 1}), 5, 10);
+                     Tensor* table = row_window(ctx, leaf(ctx, t, {k64, 20, 1, 1}), 5, 10);
                      return std::vector{core::get_rows(ctx, table, ids)};
                    }});
   }
@@ -123,24 +132,36 @@ void get_rows_cases(std::vector<Case>& out) {
   }
 }
 
+// Whether cpy from -> to is worth a case: every conversion to or from a float type, every
+// same-type copy (bytes), and conversions among the 32-element block types; a conversion
+// between two different block types where one is a K-quant only chains cases already here.
+bool cpy_pair_wanted(Type from, Type to) {
+  const bool k_quant = core::block_size(from) == core::kQK_K || core::block_size(to) == core::kQK_K;
+  return from == to || !core::is_quantized(from) || !core::is_quantized(to) || !k_quant;
+}
+
 void cpy_cases(std::vector<Case>& out) {
   for (Type from : kWeightTypes) {
     for (Type to : kWeightTypes) {
+      if (!cpy_pair_wanted(from, to)) continue;
       const std::string p = "cpy_" + tname(from) + "_to_" + tname(to) + "_";
+      const Type wider = core::block_size(from) > core::block_size(to) ? from : to;
+      const int64_t k64 = fit_k(wider, 64), k96 = fit_k(wider, 96);
       out.push_back({p + "dense", [=](Context& ctx, Inputs&) {
-                       return std::vector{core::cast(ctx, leaf(ctx, from, {64, 5, 3, 1}), to)};
+                       return std::vector{core::cast(ctx, leaf(ctx, from, {k64, 5, 3, 1}), to)};
                      }});
       out.push_back({p + "row_window", [=](Context& ctx, Inputs&) {
                        return std::vector{core::cast(
-                           ctx, row_window(ctx, leaf(ctx, from, {96, 8, 1, 1}), 2, 3), to)};
+                           ctx, row_window(ctx, leaf(ctx, from, {k96, 8, 1, 1}), 2, 3), to)};
                      }});
     }
   }
   for (Type from : kFloatTypes) {
     for (Type to : kWeightTypes) {
+      const int64_t k64 = fit_k(to, 64);
       out.push_back(
           {"cpy_" + tname(from) + "_to_" + tname(to) + "_permuted", [=](Context& ctx, Inputs&) {
-             Tensor* a = core::permute(ctx, leaf(ctx, from, {5, 64, 3, 1}), {1, 0, 2, 3});
+             Tensor* a = core::permute(ctx, leaf(ctx, from, {5, k64, 3, 1}), {1, 0, 2, 3});
              return std::vector{core::cast(ctx, a, to)};
            }});
     }
@@ -169,22 +190,23 @@ void cpy_cases(std::vector<Case>& out) {
 void set_rows_cases(std::vector<Case>& out) {
   for (Type t : kWeightTypes) {
     const std::string p = "set_rows_" + tname(t) + "_";
+    const int64_t k32 = fit_k(t, 32), k64 = fit_k(t, 64);
     out.push_back(
         {p + "plain", [=](Context& ctx, Inputs& in) {
-           Tensor* cache = leaf(ctx, t, {64, 10, 1, 1});
+           Tensor* cache = leaf(ctx, t, {k64, 10, 1, 1});
            Tensor* ids = ids_leaf(ctx, in, {7, 2, 9, 0}, {4, 1, 1, 1});
-           return std::vector{core::set_rows(ctx, cache, f32(ctx, {64, 4, 1, 1}), ids), cache};
+           return std::vector{core::set_rows(ctx, cache, f32(ctx, {k64, 4, 1, 1}), ids), cache};
          }});
     out.push_back(
         {p + "repeated_ids_last_wins", [=](Context& ctx, Inputs& in) {
-           Tensor* cache = leaf(ctx, t, {32, 6, 1, 1});
+           Tensor* cache = leaf(ctx, t, {k32, 6, 1, 1});
            Tensor* ids = ids_leaf(ctx, in, {3, 3, 1, 3, 4, 1}, {6, 1, 1, 1});
-           return std::vector{core::set_rows(ctx, cache, f32(ctx, {32, 6, 1, 1}), ids), cache};
+           return std::vector{core::set_rows(ctx, cache, f32(ctx, {k32, 6, 1, 1}), ids), cache};
          }});
     out.push_back({p + "window_transposed_rows", [=](Context& ctx, Inputs& in) {
-                     Tensor* cache = leaf(ctx, t, {64, 20, 1, 1});
+                     Tensor* cache = leaf(ctx, t, {k64, 20, 1, 1});
                      Tensor* window = row_window(ctx, cache, 4, 10);
-                     Tensor* rows = core::transpose(ctx, f32(ctx, {3, 64, 1, 1}));
+                     Tensor* rows = core::transpose(ctx, f32(ctx, {3, k64, 1, 1}));
                      Tensor* ids = ids_leaf(ctx, in, {9, 0, 5}, {3, 1, 1, 1});
                      return std::vector{core::set_rows(ctx, window, rows, ids), cache};
                    }});

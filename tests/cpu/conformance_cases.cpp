@@ -51,11 +51,13 @@ std::vector<float> causal_mask(int64_t nk, int64_t nq, int64_t width, int64_t he
 namespace {
 
 // A Llama-style block with a KV cache: every op feeding the next, views of the cache included.
+// Widths are whole blocks of the weight type (256 for the K-quants).
 std::vector<Tensor*> block(Context& ctx, Inputs& in, Type wtype) {
-  constexpr int64_t kEmbd = 128, kHeadDim = 32, kHeads = 4, kKvHeads = 2, kTokens = 5, kCtx = 16,
-                    kFf = 96;
+  const int64_t embd = fit_k(wtype, 128), ff = fit_k(wtype, 96);
+  constexpr int64_t kHeadDim = 32, kKvHeads = 2, kTokens = 5, kCtx = 16;
+  const int64_t heads = embd / kHeadDim;
   constexpr int64_t kPast = 3;  // tokens already in the cache
-  Tensor* x = f32(ctx, {kEmbd, kTokens, 1, 1});
+  Tensor* x = f32(ctx, {embd, kTokens, 1, 1});
   Tensor* pos = ids_leaf(ctx, in, {3, 4, 5, 6, 7}, {kTokens, 1, 1, 1});
   Tensor* slots = ids_leaf(ctx, in, {3, 4, 5, 6, 7}, {kTokens, 1, 1, 1});
   Tensor* mask = f32(ctx, {kCtx, kTokens, 1, 1});
@@ -63,12 +65,12 @@ std::vector<Tensor*> block(Context& ctx, Inputs& in, Type wtype) {
   Tensor* k_cache = leaf(ctx, Type::kF16, {kHeadDim * kKvHeads, kCtx, 1, 1});
   Tensor* v_cache = leaf(ctx, Type::kF16, {kHeadDim * kKvHeads, kCtx, 1, 1});
 
-  Tensor* h = core::mul(ctx, core::rms_norm(ctx, x, 1e-5f), f32(ctx, {kEmbd, 1, 1, 1}));
-  Tensor* q = core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kHeadDim * kHeads, 1, 1}), h);
-  Tensor* k = core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kHeadDim * kKvHeads, 1, 1}), h);
-  Tensor* v = core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kHeadDim * kKvHeads, 1, 1}), h);
+  Tensor* h = core::mul(ctx, core::rms_norm(ctx, x, 1e-5f), f32(ctx, {embd, 1, 1, 1}));
+  Tensor* q = core::mul_mat(ctx, leaf(ctx, wtype, {embd, kHeadDim * heads, 1, 1}), h);
+  Tensor* k = core::mul_mat(ctx, leaf(ctx, wtype, {embd, kHeadDim * kKvHeads, 1, 1}), h);
+  Tensor* v = core::mul_mat(ctx, leaf(ctx, wtype, {embd, kHeadDim * kKvHeads, 1, 1}), h);
   const core::RopeParams rp{kHeadDim, core::RopeMode::kNormal, 10000.0f, 1.0f};
-  q = core::rope(ctx, core::reshape(ctx, q, {kHeadDim, kHeads, kTokens, 1}), pos, rp);
+  q = core::rope(ctx, core::reshape(ctx, q, {kHeadDim, heads, kTokens, 1}), pos, rp);
   k = core::rope(ctx, core::reshape(ctx, k, {kHeadDim, kKvHeads, kTokens, 1}), pos, rp);
   Tensor* k_stored = core::set_rows(
       ctx, k_cache, core::reshape(ctx, k, {kHeadDim * kKvHeads, kTokens, 1, 1}), slots);
@@ -86,14 +88,14 @@ std::vector<Tensor*> block(Context& ctx, Inputs& in, Type wtype) {
   kq = core::soft_max(ctx, kq, mask_view, 1.0f / std::sqrt(static_cast<float>(kHeadDim)));
   Tensor* kqv = core::mul_mat(ctx, values, kq);  // [hd, tokens, heads]
   Tensor* attn = core::reshape(ctx, core::cont(ctx, core::permute(ctx, kqv, {0, 2, 1, 3})),
-                               {kEmbd, kTokens, 1, 1});
-  Tensor* res = core::add(ctx, x, core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kEmbd, 1, 1}), attn));
+                               {embd, kTokens, 1, 1});
+  Tensor* res = core::add(ctx, x, core::mul_mat(ctx, leaf(ctx, wtype, {embd, embd, 1, 1}), attn));
 
-  Tensor* f = core::mul(ctx, core::rms_norm(ctx, res, 1e-5f), f32(ctx, {kEmbd, 1, 1, 1}));
-  Tensor* gate = core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kFf, 1, 1}), f);
-  Tensor* up = core::mul_mat(ctx, leaf(ctx, wtype, {kEmbd, kFf, 1, 1}), f);
+  Tensor* f = core::mul(ctx, core::rms_norm(ctx, res, 1e-5f), f32(ctx, {embd, 1, 1, 1}));
+  Tensor* gate = core::mul_mat(ctx, leaf(ctx, wtype, {embd, ff, 1, 1}), f);
+  Tensor* up = core::mul_mat(ctx, leaf(ctx, wtype, {embd, ff, 1, 1}), f);
   Tensor* down =
-      core::mul_mat(ctx, leaf(ctx, wtype, {kFf, kEmbd, 1, 1}), core::swiglu(ctx, gate, up));
+      core::mul_mat(ctx, leaf(ctx, wtype, {ff, embd, 1, 1}), core::swiglu(ctx, gate, up));
   Tensor* out = core::scale(ctx, core::add(ctx, res, down), 0.5f);
   return {out, k_cache, v_cache};
 }

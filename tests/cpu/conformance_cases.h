@@ -53,9 +53,18 @@ inline std::ostream& operator<<(std::ostream& os, const Case& c) {
   return os << c.name;
 }
 
-inline constexpr core::Type kWeightTypes[] = {core::Type::kF32, core::Type::kF16, core::Type::kBF16,
-                                              core::Type::kQ8_0, core::Type::kQ4_0};
+/// Every type mul_mat takes as weights (and get_rows / cpy / set_rows handle).
+inline constexpr core::Type kWeightTypes[] = {
+    core::Type::kF32,  core::Type::kF16,  core::Type::kBF16, core::Type::kQ8_0, core::Type::kQ4_0,
+    core::Type::kQ4_1, core::Type::kQ5_0, core::Type::kQ5_1, core::Type::kQ2_K, core::Type::kQ3_K,
+    core::Type::kQ4_K, core::Type::kQ5_K, core::Type::kQ6_K};
 inline constexpr core::Type kFloatTypes[] = {core::Type::kF32, core::Type::kF16, core::Type::kBF16};
+
+/// A row length for type t: k rounded up to whole blocks (256 elements for the K-quants).
+inline int64_t fit_k(core::Type t, int64_t k) {
+  const int64_t b = core::block_size(t);
+  return (k + b - 1) / b * b;
+}
 
 std::string tname(core::Type t);
 core::Tensor* leaf(core::Context& ctx, core::Type t, core::Shape ne);

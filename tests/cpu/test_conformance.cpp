@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -128,6 +129,53 @@ TEST(ThreadInvariance, BitIdenticalAcrossThreadCounts) {
   for (int n : {2, 3, 4, 5, 7, 8}) {
     const Outputs got = run(c, n);
     EXPECT_EQ(got.bytes, base.bytes) << n << " threads";
+  }
+}
+
+// Micro-batching must not change any output: each column (activation row) and each weight row
+// of a product computed on its own, or in any other grouping, gives the bits of the whole.
+TEST(MicroBatchInvariance, SplittingRowsOrColumnsKeepsBits) {
+  constexpr int64_t kM = 37, kN = 13;
+  constexpr int64_t kCols[][2] = {{0, 1}, {1, 1}, {2, 2}, {4, 4}, {8, 5}};
+  constexpr int64_t kRows[][2] = {{0, 1}, {1, 6}, {7, 30}};
+  for (Type t : kWeightTypes) {
+    const int64_t k = test::fit_k(t, 160);
+    const auto build = [&](Context& ctx, Inputs&) {
+      Tensor* w = leaf(ctx, t, {k, kM, 1, 1});
+      Tensor* x = f32(ctx, {k, kN, 1, 1});
+      std::vector<Tensor*> outs = {core::mul_mat(ctx, w, x)};
+      for (const auto& [first, n] : kCols) {
+        outs.push_back(core::mul_mat(ctx, w, test::row_window(ctx, x, first, n)));
+      }
+      for (const auto& [first, n] : kRows) {
+        outs.push_back(core::mul_mat(ctx, test::row_window(ctx, w, first, n), x));
+      }
+      return outs;
+    };
+    const Case c{"micro_batches_" + test::tname(t), build, 0.0, 0.0};
+    for (int n_threads : {1, 3}) {
+      const Outputs got = run(c, n_threads);
+      ASSERT_EQ(got.values.size(), 1 + std::size(kCols) + std::size(kRows));
+      const std::vector<float>& whole = got.values[0];  // [kM, kN], m fastest
+      size_t out = 1;
+      for (const auto& [first, n] : kCols) {
+        const std::vector<float>& part = got.values[out++];
+        const std::vector<float> expect(whole.begin() + first * kM,
+                                        whole.begin() + (first + n) * kM);
+        EXPECT_EQ(std::memcmp(part.data(), expect.data(), part.size() * sizeof(float)), 0)
+            << c.name << " columns " << first << "+" << n << ", " << n_threads << " threads";
+      }
+      for (const auto& [first, n] : kRows) {
+        const std::vector<float>& part = got.values[out++];
+        for (int64_t col = 0; col < kN; ++col) {
+          EXPECT_EQ(std::memcmp(part.data() + col * n, whole.data() + col * kM + first,
+                                static_cast<size_t>(n) * sizeof(float)),
+                    0)
+              << c.name << " rows " << first << "+" << n << " column " << col << ", " << n_threads
+              << " threads";
+        }
+      }
+    }
   }
 }
 

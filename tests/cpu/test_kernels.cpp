@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -87,9 +88,12 @@ TEST(VectorExp, WithinTwoUlpOverTheUsefulRange) {
 
 // Every output of a tile equals the 1x1 tile of the same two rows, bit for bit.
 TEST(DotTile, OutputsDoNotDependOnTileShape) {
-  constexpr int64_t kK = 160;
-  for (core::Type wt : {core::Type::kF32, core::Type::kF16, core::Type::kBF16, core::Type::kQ8_0,
-                        core::Type::kQ4_0}) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    const std::optional<core::Type> type = core::type_from_id(id);
+    if (!type || dot_kernels(*type) == nullptr) continue;
+    const core::Type wt = *type;
+    // Five 32-element blocks, or two K-quant super-blocks.
+    const int64_t kK = core::block_size(wt) > 32 ? 2 * core::block_size(wt) : 160;
     const DotKernels& dk = *dot_kernels(wt);
     const size_t w_row = core::row_size(wt, kK);
     const size_t a_row = core::row_size(dk.act_type, kK);

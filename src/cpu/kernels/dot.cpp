@@ -16,6 +16,22 @@ const DotKernels* dot_kernels(core::Type weight_type) {
       return &kDotQ8_0;
     case core::Type::kQ4_0:
       return &kDotQ4_0;
+    case core::Type::kQ5_0:
+      return &kDotQ5_0;
+    case core::Type::kQ4_1:
+      return &kDotQ4_1;
+    case core::Type::kQ5_1:
+      return &kDotQ5_1;
+    case core::Type::kQ2_K:
+      return &kDotQ2_K;
+    case core::Type::kQ3_K:
+      return &kDotQ3_K;
+    case core::Type::kQ4_K:
+      return &kDotQ4_K;
+    case core::Type::kQ5_K:
+      return &kDotQ5_K;
+    case core::Type::kQ6_K:
+      return &kDotQ6_K;
     default:
       return nullptr;
   }

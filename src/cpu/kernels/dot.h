@@ -29,8 +29,8 @@ struct DotKernels {
 /// Kernels for a weight type, or nullptr when mul_mat cannot use that type as weights.
 const DotKernels* dot_kernels(core::Type weight_type);
 
-/// Rounds a dense f32 activation row to `act_type` (f16/bf16 to nearest even, q8_0 with core's
-/// reference quantizer), as documented for mul_mat in core/ops.h.
+/// Rounds a dense f32 activation row to `act_type` (f16/bf16 to nearest even, q8_0 / q8_1 /
+/// q8_k with core's reference quantizers), as documented for mul_mat in core/ops.h.
 void convert_activations(core::Type act_type, const float* src, void* dst, int64_t n);
 
 // One entry point per weight type; dot.cpp builds the table from them.
@@ -39,5 +39,13 @@ extern const DotKernels kDotF16;
 extern const DotKernels kDotBF16;
 extern const DotKernels kDotQ8_0;
 extern const DotKernels kDotQ4_0;
+extern const DotKernels kDotQ5_0;
+extern const DotKernels kDotQ4_1;
+extern const DotKernels kDotQ5_1;
+extern const DotKernels kDotQ2_K;
+extern const DotKernels kDotQ3_K;
+extern const DotKernels kDotQ4_K;
+extern const DotKernels kDotQ5_K;
+extern const DotKernels kDotQ6_K;
 
 }  // namespace strata::cpu

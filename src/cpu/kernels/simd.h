@@ -1,8 +1,9 @@
 // Vector helpers shared by the kernels, and the ISA switch they are compiled under.
 //
 // Kernels have an AVX2 (+FMA, F16C) path and a portable scalar path, picked at compile time
-// with STRATA_CPU_AVX2. Wider paths (AVX-512, VNNI, BF16) slot in the same way: a new macro
-// here and a new branch beside the AVX2 one in the kernel files.
+// with STRATA_CPU_AVX2. Wider paths slot in the same way: a new macro and a new branch beside
+// the AVX2 one in the kernel files (simd_int.h defines the integer ones: STRATA_CPU_VNNI,
+// STRATA_CPU_AVX512BW, STRATA_CPU_AVX512).
 #pragma once
 
 #include <cmath>

@@ -12,19 +12,10 @@ namespace {
 using core::Tensor;
 using core::Type;
 
-// The type mul_mat rounds activations to before the dot products (core/ops.h).
+// The type mul_mat rounds activations to before the dot products (core/ops.h): the weight
+// type's dot type (F32 stays F32).
 Type activation_type(Type weights) {
-  switch (weights) {
-    case Type::kF16:
-      return Type::kF16;
-    case Type::kBF16:
-      return Type::kBF16;
-    case Type::kQ8_0:
-    case Type::kQ4_0:
-      return Type::kQ8_0;
-    default:
-      return Type::kF32;
-  }
+  return core::dot_type(weights);
 }
 
 // The row as the dot product sees it: rounded to `type` by core's from_float and read back.
