@@ -40,13 +40,19 @@ Result<GenerateStats> generate(Session& session, const GenerateParams& params,
   t0 = std::chrono::steady_clock::now();
   for (int32_t n = 0; params.n_predict < 0 || n < params.n_predict; ++n) {
     const int32_t next = sampler.sample(session.logits());
-    if (tok.is_eog(next)) break;
+    if (tok.is_eog(next)) {
+      stats.stop = StopReason::kEndOfText;
+      break;
+    }
     sampler.accept(next);
     stats.tokens.push_back(next);
     ++stats.n_generated;
     on_text(tok.token_to_piece(next));
-    if (session.n_past() >= session.n_ctx()) break;                 // context full: stop cleanly
     if (params.n_predict >= 0 && n + 1 == params.n_predict) break;  // last token needs no decode
+    if (session.n_past() >= session.n_ctx()) {  // context full: stop cleanly
+      stats.stop = StopReason::kContextFull;
+      break;
+    }
     STRATA_RETURN_IF_ERROR(session.decode(std::span(&next, 1)));
   }
   stats.generate_seconds = seconds_since(t0);

@@ -20,7 +20,11 @@ struct GenerateParams {
   SamplerParams sampling;
 };
 
+/// Why generation stopped.
+enum class StopReason { kLength, kEndOfText, kContextFull };
+
 struct GenerateStats {
+  StopReason stop = StopReason::kLength;
   int64_t n_prompt = 0;
   int64_t n_generated = 0;
   double prompt_seconds = 0.0;

@@ -31,6 +31,7 @@ struct RunOptions {
   float repeat_penalty = 1.0f;
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
+  bool flash_attn = false;
   bool help = false;
   LayoutOptions layout;
 };
@@ -52,7 +53,10 @@ void add_flags(FlagSet& f, RunOptions& o) {
   f.add_int({"-s", "--seed"}, &o.seed, "random seed (-1: random)");
   f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k,
                "K cache type: f32, f16, bf16, q8_0 (f16)");
-  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v, "V cache type: f32, f16, bf16 (f16)");
+  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v,
+               "V cache type: f32, f16, bf16; q8_0 with -fa (f16)");
+  f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn,
+             "fused attention (online softmax, no score matrix)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
   add_layout_flags(f, o.layout);
 }
@@ -60,10 +64,14 @@ void add_flags(FlagSet& f, RunOptions& o) {
 Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
   auto t = core::type_from_name(name);
   const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 ||
-                        *t == core::Type::kBF16 || (allow_quantized && *t == core::Type::kQ8_0));
+                        *t == core::Type::kBF16 || *t == core::Type::kQ8_0);
   if (!ok)
     return error(ErrorCode::kInvalidArgument,
                  std::string(flag) + ": unsupported cache type '" + name + "'");
+  if (*t == core::Type::kQ8_0 && !allow_quantized) {
+    return error(ErrorCode::kInvalidArgument,
+                 std::string(flag) + ": a q8_0 V cache needs flash attention (-fa)");
+  }
   return *t;
 }
 
@@ -101,7 +109,7 @@ int run_command(const std::vector<std::string>& args) {
   if (Status st = validate(o); !st.ok()) return report_error("run", st);
   auto type_k = cache_type("--cache-type-k", o.cache_type_k, true);
   if (!type_k.ok()) return report_error("run", type_k.status());
-  auto type_v = cache_type("--cache-type-v", o.cache_type_v, false);
+  auto type_v = cache_type("--cache-type-v", o.cache_type_v, o.flash_attn);
   if (!type_v.ok()) return report_error("run", type_v.status());
 
   const auto t_load = std::chrono::steady_clock::now();
@@ -112,6 +120,7 @@ int run_command(const std::vector<std::string>& args) {
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.type_k = *type_k;
   sp.type_v = *type_v;
+  sp.flash_attn = o.flash_attn;
   auto loaded = load_with_layout(o.model, o.layout, sp);
   if (!loaded.ok()) return report_error("run", loaded.status());
   auto& model = loaded->model;
@@ -143,6 +152,10 @@ int run_command(const std::vector<std::string>& args) {
   std::fflush(stdout);
   if (!stats.ok()) return report_error("run", stats.status());
 
+  if (stats->stop == engine::StopReason::kContextFull) {
+    std::fprintf(stderr, "stopped: the context of %lld tokens is full (raise -c)\n",
+                 static_cast<long long>(session->n_ctx()));
+  }
   const auto rate = [](int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
   std::fprintf(stderr, "load: %.1f ms (%s, %d threads, context %lld)\n", load_s * 1e3,
                memory::format_bytes(model->weight_bytes()).c_str(), sp.n_threads,

@@ -111,6 +111,13 @@ TEST(Cli, BenchAcceptsLayoutFlags) {
                          "layout: cpu: input; part:0: layers 0-2; part:1: layers 3-4, output"));
 }
 
+TEST(Cli, AFullContextStopsGenerationWithANote) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("run -m " + kStories + " -p 'Once upon a time' -n 50 -c 16 --temp 0");
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("the context of 16 tokens is full"));
+}
+
 TEST(Cli, UnknownCommandIsAUsageError) {
   EXPECT_EQ(run("frobnicate").exit_code, 2);
 }
