@@ -7,8 +7,9 @@ namespace strata::core {
 
 namespace {
 constexpr std::array<std::string_view, kOpCount> kOpNames = {
-    "none", "view",  "reshape",  "permute", "transpose", "cpy",  "get_rows", "mul_mat",  "add",
-    "mul",  "scale", "rms_norm", "rope",    "soft_max",  "silu", "swiglu",   "set_rows", "argmax",
+    "none",    "view",   "reshape",  "permute", "transpose",  "cpy",  "get_rows",
+    "mul_mat", "add",    "mul",      "scale",   "rms_norm",   "rope", "soft_max",
+    "silu",    "swiglu", "set_rows", "argmax",  "flash_attn",
 };
 static_assert(kOpNames.size() == static_cast<size_t>(Op::kCount), "every op needs a name");
 }  // namespace

@@ -27,6 +27,7 @@ enum class Op : uint8_t {
   kSwiglu,     ///< silu(src0) * src1
   kSetRows,    ///< writes rows of src1 into dst (src0) at I32 row indices src2
   kArgmax,     ///< index of the largest element of each row, as I32
+  kFlashAttn,  ///< fused attention: softmax(scale * q k^T + mask) v, online, per (token, head)
   kCount,
 };
 
@@ -69,8 +70,11 @@ struct SoftMaxParams {
 struct PermuteParams {
   int32_t axes[4] = {0, 1, 2, 3};  ///< source axis i goes to destination axis axes[i]
 };
+struct FlashAttnParams {
+  float scale = 1.0f;  ///< applied to q·k before the mask is added (1 / sqrt(head_dim))
+};
 
-using OpParams =
-    std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams, PermuteParams>;
+using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams,
+                              PermuteParams, FlashAttnParams>;
 
 }  // namespace strata::core

@@ -16,10 +16,10 @@ bool valid(const Tensor* t) {
 }
 
 Tensor* node(Context& ctx, Op op, Type type, Shape ne, Tensor* s0, Tensor* s1 = nullptr,
-             Tensor* s2 = nullptr) {
+             Tensor* s2 = nullptr, Tensor* s3 = nullptr) {
   Tensor* t = ctx.new_tensor(type, ne);
   t->op = op;
-  t->src = {s0, s1, s2};
+  t->src = {s0, s1, s2, s3};
   return t;
 }
 
@@ -50,6 +50,11 @@ Tensor* binary(Context& ctx, Op op, Tensor* a, Tensor* b) {
     return fail(ctx, op, "cannot broadcast " + describe(*b) + " to " + describe(*a));
   }
   return node(ctx, op, Type::kF32, a->ne, a, b);
+}
+
+// The cache types flash_attn reads.
+bool is_kv_type(Type t) {
+  return t == Type::kF32 || t == Type::kF16 || t == Type::kBF16 || t == Type::kQ8_0;
 }
 
 Tensor* unary_f32(Context& ctx, Op op, Tensor* a) {
@@ -262,6 +267,38 @@ Tensor* argmax(Context& ctx, Tensor* a) {
   if (!valid(a)) return fail(ctx, Op::kArgmax, "null argument");
   if (a->type != Type::kF32) return fail(ctx, Op::kArgmax, "expects f32, got " + describe(*a));
   return node(ctx, Op::kArgmax, Type::kI32, {a->nrows(), 1, 1, 1}, a);
+}
+
+Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale) {
+  constexpr Op kOp = Op::kFlashAttn;
+  if (!valid(q) || !valid(k) || !valid(v)) return fail(ctx, kOp, "null argument");
+  if (q->type != Type::kF32 || q->ne[3] != 1) {
+    return fail(ctx, kOp, "q must be f32 [head_dim, n_tokens, n_head, 1], got " + describe(*q));
+  }
+  for (const Tensor* kv : {k, v}) {
+    if (!is_kv_type(kv->type)) {
+      return fail(ctx, kOp, "k and v must be f32, f16, bf16 or q8_0, got " + describe(*kv));
+    }
+    if (!kv->has_contiguous_rows()) return fail(ctx, kOp, "k and v rows must be dense");
+  }
+  if (k->ne != v->ne || k->ne[0] != q->ne[0] || k->ne[3] != 1) {
+    return fail(ctx, kOp,
+                "k " + describe(*k) + " and v " + describe(*v) + " do not match q " + describe(*q));
+  }
+  if (k->ne[1] < 1 || k->ne[2] < 1 || q->ne[2] % k->ne[2] != 0) {
+    return fail(ctx, kOp,
+                std::to_string(q->ne[2]) + " query heads cannot share " + std::to_string(k->ne[2]) +
+                    " kv heads");
+  }
+  if (mask != nullptr && (mask->type != Type::kF32 || mask->ne[0] < k->ne[1] ||
+                          mask->ne[1] < q->ne[1] || mask->ne[2] != 1 || mask->ne[3] != 1)) {
+    return fail(ctx, kOp,
+                "mask " + describe(*mask) + " does not cover " + std::to_string(k->ne[1]) +
+                    " cells x " + std::to_string(q->ne[1]) + " tokens");
+  }
+  Tensor* t = node(ctx, kOp, Type::kF32, {q->ne[0], q->ne[2], q->ne[1], 1}, q, k, v, mask);
+  t->params = FlashAttnParams{scale};
+  return t;
 }
 
 }  // namespace strata::core

@@ -59,4 +59,18 @@ Tensor* set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* ids);
 /// Index of the maximum of each row, I32 [rows].
 Tensor* argmax(Context& ctx, Tensor* a);
 
+/// Fused attention, one (token, head) at a time without a [n_kv, n_tokens] score matrix:
+/// out[:, h, t] = sum_j p_j v[:, j, h / g] with p = softmax_j(scale * q[:, t, h] . k[:, j, h / g]
+/// + mask[j, t]) and g = n_head / n_head_kv (grouped-query attention).
+///  - q: F32 [head_dim, n_tokens, n_head, 1], any strides (a permuted view of the projection);
+///  - k, v: [head_dim, n_kv, n_head_kv, 1] in F32, F16, BF16 or Q8_0 with dense rows (views
+///    of the KV cache); n_head % n_head_kv == 0;
+///  - mask: F32 [>= n_kv, >= n_tokens, 1, 1] (0 visible, -inf hidden) or null. Cells whose mask
+///    is -inf contribute nothing (a row that hides every cell gives zeros).
+/// Returns F32 [head_dim, n_head, n_tokens, 1]: heads already merged per token.
+/// Numerics: q is rounded to k's dot type as mul_mat rounds activations (so the scores are those
+/// of mul_mat(k, q)); v rows are read as f32 and the probabilities are not rounded, unlike the
+/// unfused mul_mat(v^T, soft_max(...)), which rounds them to v's dot type (f16 for an f16 cache).
+Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale);
+
 }  // namespace strata::core

@@ -12,7 +12,7 @@
 namespace strata::core {
 
 inline constexpr int kMaxDims = 4;
-inline constexpr int kMaxSrc = 3;
+inline constexpr int kMaxSrc = 4;  ///< flash_attn reads q, k, v and a mask
 
 /// Role flags; a tensor may have several.
 enum TensorFlag : uint32_t {

@@ -37,6 +37,10 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   if (p.n_batch < 1) return invalid("batch size must be at least 1");
   if (p.n_ubatch < 1) return invalid("micro-batch size must be at least 1");
   p.n_ubatch = std::min(p.n_ubatch, p.n_batch);
+  if (core::is_quantized(p.type_v) && !p.flash_attn) {
+    return invalid("a " + std::string(core::type_name(p.type_v)) +
+                   " V cache needs flash attention (-fa): the unfused path reads V transposed");
+  }
 
   std::unique_ptr<Session> s(new Session());
   s->model_ = &model;
@@ -64,8 +68,8 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
   const int64_t n = std::min(p.n_ubatch, p.n_ctx);
-  auto g =
-      model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(), {n, p.n_ctx, n});
+  auto g = model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(), {n, p.n_ctx, n},
+                                    {p.flash_attn});
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
   STRATA_RETURN_IF_ERROR(s->sched_->reserve(g.graph));
   return s;
@@ -128,7 +132,8 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
 
   model::LlamaBatchShape shape{T, cache_->used(), all_logits ? T : 1};
   f.ctx = std::make_unique<core::Context>();
-  auto g = model::build_llama_graph(*f.ctx, hp, model_->weights(), cache_->tensors(), shape);
+  auto g = model::build_llama_graph(*f.ctx, hp, model_->weights(), cache_->tensors(), shape,
+                                    {params_.flash_attn});
   if (!f.ctx->ok()) return f.ctx->status().with_context("building the graph");
   f.graph = std::make_unique<core::Graph>(std::move(g.graph));
   STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));

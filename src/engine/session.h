@@ -23,7 +23,11 @@ struct SessionParams {
   /// Queue consecutive micro-batches without waiting, so devices of a layer split overlap.
   bool pipeline = true;
   core::Type type_k = core::Type::kF16;
+  /// A quantized V cache (q8_0) needs flash_attn: the unfused path reads V transposed.
   core::Type type_v = core::Type::kF16;
+  /// Fused attention (core::flash_attn). Off by default: llama.cpp's golden outputs come from
+  /// the unfused path, which rounds the attention probabilities to the V cache's type.
+  bool flash_attn = false;
 };
 
 /// Where a layout puts each layer's weights, for model::Model::load.

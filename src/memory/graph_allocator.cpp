@@ -38,6 +38,7 @@ bool can_run_in_place(const Tensor& t) {
     case core::Op::kSoftMax:
     case core::Op::kSetRows:
     case core::Op::kArgmax:
+    case core::Op::kFlashAttn:
     case core::Op::kCount:
       return false;
   }

@@ -29,7 +29,7 @@ Tensor* norm(core::Context& ctx, Tensor* x, Tensor* weight, float eps) {
 // the first n_kv cells. Returns [n_embd, n_tokens] before the output projection.
 Tensor* attention(core::Context& ctx, const LlamaHparams& hp, const LlamaLayerWeights& l,
                   Tensor* k_cache, Tensor* v_cache, const LlamaGraph& g, Tensor* cur,
-                  const LlamaBatchShape& s, const std::string& p) {
+                  const LlamaBatchShape& s, const LlamaGraphOptions& o, const std::string& p) {
   const int64_t hd = hp.head_dim(), T = s.n_tokens;
   core::RopeParams rp;
   rp.n_dims = static_cast<int32_t>(hp.n_rot);
@@ -58,10 +58,15 @@ Tensor* attention(core::Context& ctx, const LlamaHparams& hp, const LlamaLayerWe
       {v_cache->nb[0], v_cache->nb[1], core::row_size(v_cache->type, hd), v_cache->nb[1] * s.n_kv},
       0);
 
-  Tensor* qp = core::permute(ctx, q, {0, 2, 1, 3});            // [hd, T, n_head]
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  Tensor* qp = core::permute(ctx, q, {0, 2, 1, 3});  // [hd, T, n_head]
+  if (o.flash_attn) {
+    // [hd, n_head, T]: heads already merged per token, no permute or copy after.
+    Tensor* out = named(core::flash_attn(ctx, qp, keys, values, g.kq_mask, scale), p + "fattn");
+    return core::reshape(ctx, out, {hp.n_embd, T, 1, 1});
+  }
   Tensor* kq = named(core::mul_mat(ctx, keys, qp), p + "kq");  // [n_kv, T, n_head]
-  kq = named(core::soft_max(ctx, kq, g.kq_mask, 1.0f / std::sqrt(static_cast<float>(hd))),
-             p + "kq_soft_max");
+  kq = named(core::soft_max(ctx, kq, g.kq_mask, scale), p + "kq_soft_max");
   Tensor* vt = core::transpose(ctx, values);                   // [n_kv, hd, n_head_kv]
   Tensor* kqv = named(core::mul_mat(ctx, vt, kq), p + "kqv");  // [hd, T, n_head]
   Tensor* merged = named(core::cont(ctx, core::permute(ctx, kqv, {0, 2, 1, 3})), p + "kqv_merged");
@@ -71,7 +76,8 @@ Tensor* attention(core::Context& ctx, const LlamaHparams& hp, const LlamaLayerWe
 }  // namespace
 
 LlamaGraph build_llama_graph(core::Context& ctx, const LlamaHparams& hp, const LlamaWeights& w,
-                             const KvCacheTensors& kv, const LlamaBatchShape& s) {
+                             const KvCacheTensors& kv, const LlamaBatchShape& s,
+                             const LlamaGraphOptions& options) {
   LlamaGraph g;
   g.tokens = input(ctx, core::Type::kI32, {s.n_tokens, 1, 1, 1}, "inp_tokens");
   g.positions = input(ctx, core::Type::kI32, {s.n_tokens, 1, 1, 1}, "inp_pos");
@@ -87,7 +93,7 @@ LlamaGraph build_llama_graph(core::Context& ctx, const LlamaHparams& hp, const L
     const LlamaLayerWeights& l = w.layers[static_cast<size_t>(il)];
     Tensor* cur = named(norm(ctx, x, l.attn_norm, hp.rms_eps), p + "attn_norm");
     cur = attention(ctx, hp, l, kv.k[static_cast<size_t>(il)], kv.v[static_cast<size_t>(il)], g,
-                    cur, s, p);
+                    cur, s, options, p);
     cur = named(core::mul_mat(ctx, l.wo, cur), p + "attn_out");
     if (il == hp.n_layer - 1 && g.out_ids != nullptr) {
       // Only the rows whose logits are wanted go through the last FFN and the output layer.

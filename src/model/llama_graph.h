@@ -25,6 +25,13 @@ struct LlamaBatchShape {
   int64_t n_outputs = 0;  ///< rows of logits wanted
 };
 
+/// How the graph computes (same results up to rounding, whichever is chosen).
+struct LlamaGraphOptions {
+  /// Attention as one fused flash_attn node per layer (online softmax, no score matrix, any
+  /// V cache type) instead of mul_mat, soft_max, mul_mat over a transposed V.
+  bool flash_attn = false;
+};
+
 /// A built graph and the input tensors the caller fills before running it.
 struct LlamaGraph {
   core::Graph graph;
@@ -40,6 +47,7 @@ struct LlamaGraph {
 /// Builds the graph (pure metadata). Nodes get stable names ("blk.3.attn_out"), so the same
 /// shape yields the same identities on every rebuild. Check ctx.status() afterwards.
 LlamaGraph build_llama_graph(core::Context& ctx, const LlamaHparams& hp, const LlamaWeights& w,
-                             const KvCacheTensors& kv, const LlamaBatchShape& shape);
+                             const KvCacheTensors& kv, const LlamaBatchShape& shape,
+                             const LlamaGraphOptions& options = {});
 
 }  // namespace strata::model

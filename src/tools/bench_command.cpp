@@ -29,6 +29,9 @@ struct BenchOptions {
   int64_t reps = 5;
   int64_t ubatch = 512;
   int64_t ctx = 0;
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
+  bool flash_attn = false;
   bool json = false;
   bool help = false;
   LayoutOptions layout;
@@ -42,6 +45,12 @@ void add_flags(FlagSet& f, BenchOptions& o) {
   f.add_int({"-r", "--repetitions"}, &o.reps, "timed runs of each test (5)");
   f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
   f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: what the tests need)");
+  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k,
+               "K cache type: f32, f16, bf16, q8_0 (f16)");
+  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v,
+               "V cache type: f32, f16, bf16; q8_0 with -fa (f16)");
+  f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn,
+             "fused attention (online softmax, no score matrix)");
   f.add_bool({"--json"}, &o.json, "print one JSON object instead of a table");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
   add_layout_flags(f, o.layout);
@@ -49,6 +58,19 @@ void add_flags(FlagSet& f, BenchOptions& o) {
 
 Status invalid(const std::string& message) {
   return error(ErrorCode::kInvalidArgument, message);
+}
+
+// A cache type the flags accept: the float types, and q8_0 (for V only with flash attention).
+Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
+  auto t = core::type_from_name(name);
+  if (!t || (*t != core::Type::kF32 && *t != core::Type::kF16 && *t != core::Type::kBF16 &&
+             *t != core::Type::kQ8_0)) {
+    return invalid(std::string(flag) + ": unsupported cache type '" + name + "'");
+  }
+  if (*t == core::Type::kQ8_0 && !allow_quantized) {
+    return invalid(std::string(flag) + ": a q8_0 V cache needs flash attention (-fa)");
+  }
+  return *t;
 }
 
 Status validate(const BenchOptions& o) {
@@ -225,6 +247,8 @@ std::string format(const char* fmt, double a, double b = 0.0) {
 struct Report {
   ModelFacts model;
   std::string layout;  ///< which device holds which layers
+  std::string type_k, type_v;
+  bool flash_attn = false;
   int threads = 0;
   int64_t n_ubatch = 0;
   int64_t n_ctx = 0;
@@ -278,6 +302,8 @@ void print_table(const Report& r) {
   for (const auto& row : rows) print_row(row);
 
   std::printf("\nlayout: %s\n", r.layout.c_str());
+  std::printf("kv cache: k %s, v %s; attention: %s\n", r.type_k.c_str(), r.type_v.c_str(),
+              r.flash_attn ? "flash (fused)" : "unfused");
   std::printf("memory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
               r.bandwidth.bytes_per_second / 1e9, format_size(r.bandwidth.buffer_bytes).c_str(),
               r.bandwidth.threads, r.bandwidth.runs);
@@ -337,6 +363,9 @@ void print_json(const Report& r) {
   field("model_type", json_string(r.model.type));
   field("model_size", std::to_string(r.model.bytes));
   field("model_n_params", std::to_string(r.model.params));
+  field("type_k", json_string(r.type_k));
+  field("type_v", json_string(r.type_v));
+  field("flash_attn", r.flash_attn ? "true" : "false");
   field("n_threads", std::to_string(r.threads));
   field("n_ubatch", std::to_string(r.n_ubatch));
   field("n_ctx", std::to_string(r.n_ctx));
@@ -384,7 +413,15 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (Status st = validate(o); !st.ok()) return report_error("bench", st);
 
+  auto type_k = cache_type("--cache-type-k", o.cache_type_k, true);
+  if (!type_k.ok()) return report_error("bench", type_k.status());
+  auto type_v = cache_type("--cache-type-v", o.cache_type_v, o.flash_attn);
+  if (!type_v.ok()) return report_error("bench", type_v.status());
+
   engine::SessionParams sp;
+  sp.type_k = *type_k;
+  sp.type_v = *type_v;
+  sp.flash_attn = o.flash_attn;
   sp.n_ctx = o.ctx > 0 ? o.ctx : std::max(o.n_prompt, o.n_gen);
   sp.n_batch = std::max<int64_t>(o.n_prompt, 1);
   sp.n_ubatch = o.ubatch;
@@ -400,6 +437,9 @@ int bench_command(const std::vector<std::string>& args) {
   r.n_ctx = sp.n_ctx;
   r.n_ubatch = std::min(o.ubatch, sp.n_batch);
   r.layout = describe_layout(loaded->layout, model->hparams().n_layer);
+  r.type_k = std::string(core::type_name(sp.type_k));
+  r.type_v = std::string(core::type_name(sp.type_v));
+  r.flash_attn = sp.flash_attn;
 
   // Probes before the timed tests, on an otherwise idle machine.
   auto bandwidth = probe_read_bandwidth(r.threads);

@@ -62,6 +62,33 @@ Status check_unary(Checker& c, const Tensor& node) {
       .status();
 }
 
+// The layouts flash_attn.cpp reads: see core::flash_attn.
+Status check_flash_attn(Checker& c, const Tensor& node) {
+  if (!c.sources(3).ok()) return c.status();
+  const Tensor& q = c.src(0);
+  const Tensor& k = c.src(1);
+  const Tensor& v = c.src(2);
+  const Tensor* mask = node.src[3];
+  const auto kv_ok = [](const Tensor& t) {
+    return (t.type == Type::kF32 || t.type == Type::kF16 || t.type == Type::kBF16 ||
+            t.type == Type::kQ8_0) &&
+           dense_rows(t);
+  };
+  return c.need(std::holds_alternative<core::FlashAttnParams>(node.params), "bad params")
+      .need(is_f32(q) && q.ne[3] == 1, "q must be f32 [head_dim, n_tokens, n_head, 1]")
+      .need(kv_ok(k) && kv_ok(v), "k and v must be f32, f16, bf16 or q8_0 with dense rows")
+      .need(k.ne == v.ne && k.ne[0] == q.ne[0] && k.ne[3] == 1 && k.ne[2] > 0 &&
+                q.ne[2] % k.ne[2] == 0,
+            "k and v do not match q")
+      .need(is_f32(node) && node.is_contiguous() && node.ne[0] == q.ne[0] &&
+                node.ne[1] == q.ne[2] && node.ne[2] == q.ne[1] && node.ne[3] == 1,
+            "output must be dense f32 [head_dim, n_head, n_tokens, 1]")
+      .need(mask == nullptr || (is_f32(*mask) && mask->ne[0] >= k.ne[1] && mask->ne[1] >= q.ne[1] &&
+                                mask->ne[2] == 1 && mask->ne[3] == 1),
+            "mask must be f32 covering [n_kv, n_tokens]")
+      .status();
+}
+
 }  // namespace
 
 Status check_node(const Tensor& node) {
@@ -160,6 +187,8 @@ Status check_node(const Tensor& node) {
       return c.need(is_f32(c.src(0)) && node.type == Type::kI32, "expects f32 in, i32 out")
           .need(node.ne[0] == c.src(0).nrows(), "output must hold one index per row")
           .status();
+    case Op::kFlashAttn:
+      return check_flash_attn(c, node);
     case Op::kCount:
       return c.need(false, "not an op").status();
   }
@@ -176,6 +205,8 @@ size_t work_size(const Tensor& node, int n_threads) {
       return cpy_work_size(node, n_threads);
     case Op::kSetRows:
       return set_rows_work_size(node, n_threads);
+    case Op::kFlashAttn:
+      return flash_attn_work_size(node, n_threads);
     case Op::kNone:
     case Op::kView:
     case Op::kReshape:
@@ -242,6 +273,9 @@ Status compute_node(const Tensor& node, const KernelArgs& args) {
       return set_rows(node, args);
     case Op::kArgmax:
       argmax(node, args);
+      return {};
+    case Op::kFlashAttn:
+      flash_attn(node, args);
       return {};
   }
   return error(ErrorCode::kInternal, "cpu: unknown op");

@@ -25,6 +25,7 @@ void rope(const core::Tensor& dst, const KernelArgs& args);
 void soft_max(const core::Tensor& dst, const KernelArgs& args);
 void cpy(const core::Tensor& dst, const KernelArgs& args);
 void argmax(const core::Tensor& dst, const KernelArgs& args);
+void flash_attn(const core::Tensor& dst, const KernelArgs& args);
 /// Fails (kOutOfRange, nothing written) when an id is outside the table.
 Status get_rows(const core::Tensor& dst, const KernelArgs& args);
 /// Fails (kOutOfRange, nothing written) when an id is outside the destination.
@@ -35,5 +36,6 @@ size_t mul_mat_work_size(const core::Tensor& dst, int nth);
 size_t rope_work_size(const core::Tensor& dst, int nth);
 size_t cpy_work_size(const core::Tensor& dst, int nth);
 size_t set_rows_work_size(const core::Tensor& dst, int nth);
+size_t flash_attn_work_size(const core::Tensor& dst, int nth);
 
 }  // namespace strata::cpu

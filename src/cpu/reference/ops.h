@@ -24,4 +24,7 @@ void argmax(const core::Tensor& dst);
 Status get_rows(const core::Tensor& dst);
 Status set_rows(const core::Tensor& dst);
 
+// attention_ops.cpp: fused attention.
+void flash_attn(const core::Tensor& dst);
+
 }  // namespace strata::cpu::reference

@@ -80,6 +80,9 @@ Status compute_node(const Tensor& node) {
     case Op::kArgmax:
       argmax(node);
       return {};
+    case Op::kFlashAttn:
+      flash_attn(node);
+      return {};
     case Op::kCount:
       return unsupported(node, "not an op");
   }

@@ -1,0 +1,312 @@
+// flash_attn: softmax(scale * q k^T + mask) v in one pass over the KV cells with an online
+// softmax, per query row (one token of one head); no [n_kv, n_tokens] score matrix is stored.
+//
+// Work items are groups of up to kMaxRows query rows that read the same KV head: the heads of a
+// GQA group and/or consecutive tokens, so each K and V row is loaded and converted once for all
+// of them. Items are dealt to threads round-robin (causal prefill rows differ in length).
+//
+// Every row's arithmetic is independent of its group, so the grouping (chosen by thread count)
+// changes no bit: a row rounds its query once to k's dot type and walks the cells in blocks of
+// kBlock anchored at cell 0. Per block, its scores are those of mul_mat(k, q) (the same tile
+// kernel, whose per-pair result is independent of the tile shape), then * scale + mask in f32 as
+// soft_max computes them; cells its mask hides (-inf) get no score. If the block's maximum
+// exceeds the row's running maximum m, the row's f32 accumulator and running sum l (double) are
+// scaled by e^(m_old - m_new). Then p_j = e^(s_j - m), and every cell with p_j != 0 adds p_j to l
+// and p_j * v_j to the accumulator, v_j converted to f32 once per block and group. Finally
+// out = acc / l (zeros when the mask hides every cell). Cells hidden from every row of a group
+// are never read, so decode costs O(visible cells) and hidden padding changes no bit.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/blocks.h"
+#include "cpu/kernels/convert.h"
+#include "cpu/kernels/dot.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Tensor;
+using core::Type;
+
+constexpr int kMaxRows = 8;     ///< query rows per work item
+constexpr int64_t kBlock = 64;  ///< cells per online-softmax step
+
+// How the (token, head) rows are grouped into items, and each thread's scratch layout.
+struct Plan {
+  const DotKernels* dk = nullptr;
+  int64_t hd = 0, n_tokens = 0, n_head_kv = 0, group = 0;
+  int64_t heads_per_item = 1, tokens_per_item = 1;
+  size_t q_row = 0;  ///< bytes of one query row in k's dot type
+  size_t off_q = 0, off_qc = 0, off_acc = 0, off_s = 0, off_idx = 0, off_v = 0, total = 0;
+
+  int64_t head_chunks() const { return (group + heads_per_item - 1) / heads_per_item; }
+  int64_t token_blocks() const { return (n_tokens + tokens_per_item - 1) / tokens_per_item; }
+  int64_t items() const { return token_blocks() * n_head_kv * head_chunks(); }
+};
+
+// Rows as large as kMaxRows allows, shrunk until every thread has several items.
+Plan make_plan(const Tensor& dst, int nth) {
+  const Tensor& q = *dst.src[0];
+  const Tensor& k = *dst.src[1];
+  Plan p;
+  p.dk = dot_kernels(k.type);  // null only for nodes check_node rejects
+  p.hd = q.ne[0];
+  p.n_tokens = q.ne[1];
+  p.n_head_kv = k.ne[2];
+  p.group = q.ne[2] / k.ne[2];
+  p.heads_per_item = std::min<int64_t>(p.group, kMaxRows);
+  p.tokens_per_item = std::max<int64_t>(1, kMaxRows / p.heads_per_item);
+  while (p.items() < 4 * static_cast<int64_t>(nth)) {
+    if (p.tokens_per_item > 1 && p.n_tokens > 1) {
+      p.tokens_per_item /= 2;
+    } else if (p.heads_per_item > 1) {
+      p.heads_per_item = (p.heads_per_item + 1) / 2;
+    } else {
+      break;
+    }
+  }
+  const auto floats = [](int64_t n) { return align_up(static_cast<size_t>(n) * sizeof(float)); };
+  p.q_row = core::row_size(p.dk != nullptr ? p.dk->act_type : Type::kF32, p.hd);
+  p.off_qc = p.off_q + floats(p.hd);
+  p.off_acc = p.off_qc + align_up(kMaxRows * p.q_row);
+  p.off_s = p.off_acc + floats(kMaxRows * p.hd);
+  p.off_idx = p.off_s + floats(kMaxRows * kBlock);
+  p.off_v = p.off_idx + align_up(kBlock * sizeof(int32_t));
+  p.total = p.off_v + floats(kBlock * p.hd);
+  return p;
+}
+
+inline float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// p[i] = e^(p[i] - max) for i < n; the tail goes through the same vector exp, so a cell's
+// probability does not depend on where in the block it sits.
+void exp_block(float* p, int64_t n, float max) {
+  int64_t i = 0;
+#if defined(STRATA_CPU_AVX2)
+  const __m256 vmax = _mm256_set1_ps(max);
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(p + i, simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p + i), vmax)));
+  }
+  if (i < n) {
+    alignas(32) float buf[8];
+    for (int64_t j = 0; j < 8; ++j) buf[j] = i + j < n ? p[i + j] : max;
+    _mm256_store_ps(buf, simd::exp(_mm256_sub_ps(_mm256_load_ps(buf), vmax)));
+    for (int64_t j = i; j < n; ++j) p[j] = buf[j - i];
+  }
+#else
+  for (; i < n; ++i) p[i] = std::exp(p[i] - max);
+#endif
+}
+
+// acc[e] += p[i] * v[i][e] for the n cells in order, skipping cells with p[i] == 0. Elements are
+// independent, so the accumulator is kept in registers 32 elements at a time (one fused
+// multiply-add per element and cell either way; the scalar tail rounds the product first).
+void accumulate(float* acc, const float* p, const float* const* v, int64_t n, int64_t hd) {
+  int64_t e = 0;
+#if defined(STRATA_CPU_AVX2)
+  for (; e + 32 <= hd; e += 32) {
+    __m256 a0 = _mm256_loadu_ps(acc + e), a1 = _mm256_loadu_ps(acc + e + 8);
+    __m256 a2 = _mm256_loadu_ps(acc + e + 16), a3 = _mm256_loadu_ps(acc + e + 24);
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] == 0.0f) continue;
+      const __m256 vp = _mm256_set1_ps(p[i]);
+      const float* vi = v[i] + e;
+      a0 = _mm256_fmadd_ps(vp, _mm256_loadu_ps(vi), a0);
+      a1 = _mm256_fmadd_ps(vp, _mm256_loadu_ps(vi + 8), a1);
+      a2 = _mm256_fmadd_ps(vp, _mm256_loadu_ps(vi + 16), a2);
+      a3 = _mm256_fmadd_ps(vp, _mm256_loadu_ps(vi + 24), a3);
+    }
+    _mm256_storeu_ps(acc + e, a0);
+    _mm256_storeu_ps(acc + e + 8, a1);
+    _mm256_storeu_ps(acc + e + 16, a2);
+    _mm256_storeu_ps(acc + e + 24, a3);
+  }
+  for (; e + 8 <= hd; e += 8) {
+    __m256 a = _mm256_loadu_ps(acc + e);
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] != 0.0f) a = _mm256_fmadd_ps(_mm256_set1_ps(p[i]), _mm256_loadu_ps(v[i] + e), a);
+    }
+    _mm256_storeu_ps(acc + e, a);
+  }
+#endif
+  for (; e < hd; ++e) {
+    float a = acc[e];
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] != 0.0f) a += p[i] * v[i][e];
+    }
+    acc[e] = a;
+  }
+}
+
+// A V row as f32: F32 rows are used in place, the others converted into `buf`. Q8_0 values are
+// d * q rounded to f32, exactly core's to_float.
+const float* v_row(Type t, const uint8_t* row, float* buf, int64_t n) {
+  if (t == Type::kF32) return reinterpret_cast<const float*>(row);
+#if defined(STRATA_CPU_AVX2)
+  if (t == Type::kQ8_0) {
+    const auto* blocks = reinterpret_cast<const core::BlockQ8_0*>(row);
+    for (int64_t b = 0; b < n / core::kQK8_0; ++b) {
+      const __m256 d = _mm256_set1_ps(simd::half_to_float(blocks[b].d));
+      for (int j = 0; j < core::kQK8_0; j += 8) {
+        const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[b].qs + j));
+        _mm256_storeu_ps(buf + b * core::kQK8_0 + j,
+                         _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
+      }
+    }
+    return buf;
+  }
+#endif
+  row_to_f32(t, row, buf, n);
+  return buf;
+}
+
+// One work item: `n` query rows reading KV head `kv_head`.
+struct Rows {
+  int n = 0;
+  int64_t kv_head = 0;
+  int64_t token[kMaxRows] = {};
+  int64_t head[kMaxRows] = {};
+};
+
+struct Scratch {
+  float* q;      ///< a query row as dense f32
+  uint8_t* qc;   ///< the item's query rows in k's dot type, q_row bytes apart
+  float* acc;    ///< per row: running sum of p_j v_j [hd]
+  float* s;      ///< per row: scores, then probabilities, of the block's cells [kBlock]
+  int32_t* idx;  ///< the block's cells visible to some row, as offsets within the block
+  float* v;      ///< the block's V rows converted to f32 [kBlock][hd]
+};
+
+// Cells of [c0, c0 + nc) visible to at least one row; returns how many.
+int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t nc, int32_t* idx) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < nc; ++j) {
+    bool any = mask == nullptr;
+    for (int r = 0; r < rows.n && !any; ++r) {
+      any = load_f32(mask->row_ptr(rows.token[r]) + (c0 + j) * mask->nb[0]) != -INFINITY;
+    }
+    if (any) idx[n++] = static_cast<int32_t>(j);
+  }
+  return n;
+}
+
+void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w) {
+  const Tensor& k = *dst.src[1];
+  const Tensor& v = *dst.src[2];
+  const Tensor* mask = dst.src[3];
+  const float scale = std::get<core::FlashAttnParams>(dst.params).scale;
+  const DotKernels& dk = *p.dk;
+  const int64_t hd = p.hd, n_kv = k.ne[1];
+  float m[kMaxRows];
+  double l[kMaxRows];
+  std::fill(w.acc, w.acc + rows.n * hd, 0.0f);
+  std::fill(m, m + rows.n, -INFINITY);
+  std::fill(l, l + rows.n, 0.0);
+  for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
+    const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), w.idx);
+    // Scores of runs of consecutive cells, tile by tile.
+    for (int64_t i = 0; i < n;) {
+      int64_t run = 1;
+      while (i + run < n && run < dk.max_w && w.idx[i + run] == w.idx[i] + run) ++run;
+      for (int r = 0; r < rows.n; r += dk.max_a) {
+        dk.tile(hd, k.row_ptr(c0 + w.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
+                w.qc + r * p.q_row, p.q_row, std::min(dk.max_a, rows.n - r), w.s + r * kBlock + i,
+                1, kBlock);
+      }
+      i += run;
+    }
+    for (int r = 0; r < rows.n; ++r) {
+      float* s = w.s + r * kBlock;
+      const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
+      float bmax = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) {
+        float x = s[i] * scale;
+        if (mrow != nullptr) {
+          const float mv = load_f32(mrow + (c0 + w.idx[i]) * mask->nb[0]);
+          x = mv == -INFINITY ? -INFINITY : x + mv;
+        }
+        s[i] = x;
+        bmax = std::max(bmax, x);
+      }
+      if (bmax == -INFINITY) {
+        std::fill(s, s + n, 0.0f);  // nothing this row sees in the block
+        continue;
+      }
+      if (bmax > m[r]) {
+        if (m[r] != -INFINITY) {
+          const float f = std::exp(m[r] - bmax);
+          for (int64_t i = 0; i < hd; ++i) w.acc[r * hd + i] *= f;
+          l[r] *= f;
+        }
+        m[r] = bmax;
+      }
+      exp_block(s, n, m[r]);
+    }
+    const float* vr[kBlock];
+    for (int64_t i = 0; i < n; ++i) {
+      vr[i] = v_row(v.type, v.row_ptr(c0 + w.idx[i], rows.kv_head), w.v + i * hd, hd);
+    }
+    for (int r = 0; r < rows.n; ++r) {
+      const float* pr = w.s + r * kBlock;
+      for (int64_t i = 0; i < n; ++i) l[r] += pr[i];  // hidden cells add exact zeros
+      accumulate(w.acc + r * hd, pr, vr, n, hd);
+    }
+  }
+  for (int r = 0; r < rows.n; ++r) {
+    const float inv = l[r] > 0.0 ? static_cast<float>(1.0 / l[r]) : 0.0f;
+    auto* out = reinterpret_cast<float*>(dst.row_ptr(rows.head[r], rows.token[r]));
+    for (int64_t i = 0; i < hd; ++i) out[i] = w.acc[r * hd + i] * inv;
+  }
+}
+
+// Item i's rows: token block outermost, then KV head, then chunk of that head's query heads.
+Rows item_rows(const Plan& p, int64_t item) {
+  const int64_t chunk = item % p.head_chunks();
+  const int64_t kv_head = item / p.head_chunks() % p.n_head_kv;
+  const int64_t t0 = item / (p.head_chunks() * p.n_head_kv) * p.tokens_per_item;
+  const int64_t h0 = kv_head * p.group + chunk * p.heads_per_item;
+  const int64_t h1 = std::min(h0 + p.heads_per_item, (kv_head + 1) * p.group);
+  Rows rows;
+  rows.kv_head = kv_head;
+  for (int64_t t = t0; t < std::min(t0 + p.tokens_per_item, p.n_tokens); ++t) {
+    for (int64_t h = h0; h < h1; ++h) {
+      rows.token[rows.n] = t;
+      rows.head[rows.n] = h;
+      ++rows.n;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+size_t flash_attn_work_size(const Tensor& dst, int nth) {
+  return scratch_bytes(0, make_plan(dst, nth).total, nth);
+}
+
+void flash_attn(const Tensor& dst, const KernelArgs& args) {
+  const Tensor& q = *dst.src[0];
+  const Plan p = make_plan(dst, args.nth);
+  uint8_t* area = thread_scratch(args, 0, p.total);
+  const Scratch w{
+      reinterpret_cast<float*>(area + p.off_q),     area + p.off_qc,
+      reinterpret_cast<float*>(area + p.off_acc),   reinterpret_cast<float*>(area + p.off_s),
+      reinterpret_cast<int32_t*>(area + p.off_idx), reinterpret_cast<float*>(area + p.off_v)};
+  for (int64_t item = args.ith; item < p.items(); item += args.nth) {
+    const Rows rows = item_rows(p, item);
+    for (int r = 0; r < rows.n; ++r) {
+      gather_to_f32(Type::kF32, q.row_ptr(rows.token[r], rows.head[r]), q.nb[0], w.q, p.hd);
+      convert_activations(p.dk->act_type, w.q, w.qc + r * p.q_row, p.hd);
+    }
+    attend(dst, p, rows, w);
+  }
+}
+
+}  // namespace strata::cpu

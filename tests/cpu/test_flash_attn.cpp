@@ -1,0 +1,231 @@
+// flash_attn: every case against the reference with 1, 2 and 3 threads (same bits for each),
+// invariance under thread count, cache padding and token splits, agreement with the unfused
+// mul_mat / soft_max / mul_mat chain, and the argument checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cases_attention.h"
+#include "core/context.h"
+#include "core/graph.h"
+#include "core/ops.h"
+#include "cpu/graph_compute.h"
+#include "cpu/reference/reference.h"
+#include "test_util.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Context;
+using core::Tensor;
+using core::Type;
+using test::AttnOperands;
+using test::AttnShape;
+using test::Case;
+using test::Inputs;
+
+ThreadPool& pool(int n) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  auto& p = pools[n];
+  if (!p) p = std::make_unique<ThreadPool>(n);
+  return *p;
+}
+
+struct Outputs {
+  std::vector<std::vector<float>> values;
+  std::vector<std::vector<uint8_t>> bytes;
+};
+
+// Builds, places, fills and computes the case: the reference when n_threads == 0, else the CPU
+// kernels on n_threads threads.
+Outputs run(const Case& c, int n_threads) {
+  Context ctx;
+  Inputs in;
+  const std::vector<Tensor*> outs = c.build(ctx, in);
+  if (!ctx.ok()) {
+    ADD_FAILURE() << "building " << c.name << ": " << ctx.status().message();
+    return {};
+  }
+  const core::Graph g = core::build_graph(outs);
+  test::Placement placement(g);
+  test::fill_leafs(g, in, 11);
+  std::vector<uint8_t> scratch;
+  const Status s =
+      n_threads == 0 ? reference::compute_graph(g) : compute_graph(g, pool(n_threads), scratch);
+  EXPECT_TRUE(s.ok()) << s.message();
+  Outputs o;
+  for (const Tensor* t : outs) {
+    o.values.push_back(test::read_floats(*t));
+    o.bytes.push_back(test::read_bytes(*t));
+  }
+  return o;
+}
+
+bool verbose() {
+  return std::getenv("STRATA_TEST_VERBOSE") != nullptr;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  test::attention_cases(c);
+  return c;
+}
+
+class FlashAttnConformance : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FlashAttnConformance, MatchesReferenceAndIsThreadCountInvariant) {
+  const Case& c = GetParam();
+  const Outputs ref = run(c, 0);
+  Outputs first;
+  for (int n_threads : {1, 2, 3}) {
+    const Outputs got = run(c, n_threads);
+    ASSERT_EQ(got.values.size(), ref.values.size());
+    const double err = test::relative_error(got.values[0], ref.values[0], c.floor);
+    EXPECT_LE(err, c.tol) << n_threads << " threads";
+    if (verbose()) std::printf("%-56s threads %d rel err %.3g\n", c.name.c_str(), n_threads, err);
+    if (n_threads == 1) {
+      first = got;
+    } else {
+      EXPECT_EQ(got.bytes, first.bytes) << "1 and " << n_threads << " threads differ";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, FlashAttnConformance, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
+
+constexpr Type kKvTypes[] = {Type::kF32, Type::kF16, Type::kBF16, Type::kQ8_0};
+
+// More pairs than threads in every split, and thread counts beyond the table's.
+TEST(FlashAttn, BitIdenticalAcrossThreadCounts) {
+  const auto build = [](Context& ctx, Inputs& in) {
+    std::vector<Tensor*> outs;
+    for (Type t : kKvTypes) {
+      const AttnShape s{64, 8, 2, 13, 333};
+      const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, true, s.n_kv);
+      outs.push_back(core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 0.5f));
+    }
+    return outs;
+  };
+  const Case c{"invariance", build};
+  const Outputs base = run(c, 1);
+  for (int n : {2, 4, 5, 8}) EXPECT_EQ(run(c, n).bytes, base.bytes) << n << " threads";
+}
+
+// Reading more cells of the cache than the tokens see (hidden by the mask) changes no bit:
+// hidden cells are skipped and blocks are anchored at cell 0.
+TEST(FlashAttn, HiddenCacheCellsChangeNoBit) {
+  for (Type t : kKvTypes) {
+    const Case c{"padding_" + test::tname(t), [t](Context& ctx, Inputs& in) {
+                   const AttnShape s{64, 4, 2, 5, 200};
+                   const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, false, 300);
+                   Tensor* mask = test::f32(ctx, {300, 5, 1, 1});
+                   in.f32[mask] = test::causal_mask(200, 5, 300, 5);
+                   Tensor* k_wide = core::view(ctx, op.k->view_src, {64, 300, 2, 1}, op.k->nb, 0);
+                   Tensor* v_wide = core::view(ctx, op.v->view_src, {64, 300, 2, 1}, op.v->nb, 0);
+                   return std::vector{core::flash_attn(ctx, op.q, op.k, op.v, mask, 0.5f),
+                                      core::flash_attn(ctx, op.q, k_wide, v_wide, mask, 0.5f)};
+                 }};
+    const Outputs got = run(c, 2);
+    ASSERT_EQ(got.bytes.size(), 2u);
+    EXPECT_EQ(got.bytes[0], got.bytes[1]) << c.name;
+  }
+}
+
+// Tokens computed in separate calls (micro-batches) give the bits of one call over all of them.
+TEST(FlashAttn, SplittingTokensKeepsBits) {
+  constexpr int64_t kSplits[][2] = {{0, 1}, {1, 6}, {7, 26}};
+  for (Type t : kKvTypes) {
+    const Case c{
+        "split_" + test::tname(t), [t, &kSplits](Context& ctx, Inputs& in) {
+          const AttnShape s{64, 4, 2, 33, 90};
+          const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, true, 90);
+          std::vector<Tensor*> outs = {core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 0.5f)};
+          Tensor* q_rows = op.q->src[0];  // [hd, n_head, n_tokens]
+          for (const auto& [first, n] : kSplits) {
+            Tensor* qs = core::view(ctx, q_rows, {64, 4, n, 1}, q_rows->nb,
+                                    static_cast<size_t>(first) * q_rows->nb[2]);
+            Tensor* ms = core::view(ctx, op.mask, {op.mask->ne[0], n, 1, 1}, op.mask->nb,
+                                    static_cast<size_t>(first) * op.mask->nb[1]);
+            outs.push_back(
+                core::flash_attn(ctx, core::permute(ctx, qs, {0, 2, 1, 3}), op.k, op.v, ms, 0.5f));
+          }
+          return outs;
+        }};
+    const Outputs got = run(c, 3);
+    ASSERT_EQ(got.values.size(), 1 + std::size(kSplits));
+    const size_t per_token = 64 * 4;
+    for (size_t i = 0; i < std::size(kSplits); ++i) {
+      const auto first = static_cast<size_t>(kSplits[i][0]);
+      const std::vector<float> expect(
+          got.values[0].begin() + static_cast<std::ptrdiff_t>(first * per_token),
+          got.values[0].begin() +
+              static_cast<std::ptrdiff_t>(first * per_token + got.values[i + 1].size()));
+      EXPECT_EQ(got.values[i + 1], expect) << c.name << " split " << i;
+    }
+  }
+}
+
+// On a long prompt the fused op and the unfused chain agree closely: with an F32 cache nothing
+// is rounded differently except the order of the f32 sums. With an F16 cache the unfused chain
+// also rounds every probability to f16 before the product with V (2^-11 relative each), which
+// the fused op does not, so there the two differ by more.
+TEST(FlashAttn, MatchesUnfusedChainOnALongPrompt) {
+  for (Type t : {Type::kF32, Type::kF16}) {
+    const Case c{"fused_vs_unfused_" + test::tname(t), [t](Context& ctx, Inputs& in) {
+                   const AttnShape s{64, 8, 2, 300, 300};
+                   const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, true, 320);
+                   const float scale = 0.125f;
+                   return std::vector{core::flash_attn(ctx, op.q, op.k, op.v, op.mask, scale),
+                                      test::unfused_attention(ctx, op, scale)};
+                 }};
+    const Outputs got = run(c, 2);
+    ASSERT_EQ(got.values.size(), 2u);
+    const double err = test::relative_error(got.values[0], got.values[1], 0.0);
+    if (verbose()) std::printf("%s: rel diff %.3g\n", c.name.c_str(), err);
+    EXPECT_LE(err, t == Type::kF32 ? 1e-4 : 1e-3) << c.name;
+  }
+}
+
+TEST(FlashAttn, BadArgumentsAreConstructionErrors) {
+  const auto fails = [](auto&& build) {
+    Context ctx;
+    build(ctx);
+    return !ctx.ok() && ctx.status().message().find("flash_attn") != std::string::npos;
+  };
+  const auto q = [](Context& ctx) { return test::f32(ctx, {64, 3, 8, 1}); };
+  const auto kv = [](Context& ctx, Type t, int64_t heads) {
+    return test::leaf(ctx, t, {64, 10, heads, 1});
+  };
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, test::leaf(ctx, Type::kF16, {64, 3, 8, 1}), kv(ctx, Type::kF16, 2),
+                     kv(ctx, Type::kF16, 2), nullptr, 1.0f);
+  }));
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, q(ctx), kv(ctx, Type::kQ4_0, 2), kv(ctx, Type::kF16, 2), nullptr, 1.0f);
+  }));
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, q(ctx), kv(ctx, Type::kF16, 3), kv(ctx, Type::kF16, 3), nullptr, 1.0f);
+  }));
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, q(ctx), kv(ctx, Type::kF16, 2), kv(ctx, Type::kF16, 4), nullptr, 1.0f);
+  }));
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, q(ctx), kv(ctx, Type::kF16, 2), kv(ctx, Type::kF16, 2),
+                     test::f32(ctx, {9, 3, 1, 1}), 1.0f);
+  }));
+  Context ok;
+  Tensor* out = core::flash_attn(ok, q(ok), kv(ok, Type::kQ8_0, 2), kv(ok, Type::kF16, 2),
+                                 test::f32(ok, {10, 3, 1, 1}), 1.0f);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(out->ne, (std::array<int64_t, 4>{64, 8, 3, 1}));
+}
+
+}  // namespace
+}  // namespace strata::cpu
