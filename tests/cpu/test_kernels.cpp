@@ -11,6 +11,7 @@
 #include "core/float16.h"
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/dot.h"
+#include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/simd.h"
 
 namespace strata::cpu {
@@ -121,6 +122,55 @@ TEST(DotTile, OutputsDoNotDependOnTileShape) {
       }
     }
   }
+}
+
+// The same for the packed kernels, which read activations in a layout of their own: every
+// output of a full tile equals the 1x1 tile of its rows, and is close to the plain kernel's.
+TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
+  constexpr int64_t kK = 512;
+  int checked = 0;
+  for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0}) {
+    const PackedDot* pd = packed_dot(wt, kK);
+    if (pd == nullptr) continue;
+    ++checked;
+    const DotKernels& dk = *dot_kernels(wt);
+    const size_t w_row = core::row_size(wt, kK);
+    const size_t a_row = pd->act_row_bytes(kK);
+    const size_t plain_row = core::row_size(dk.act_type, kK);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> tmp(static_cast<size_t>(kK));
+    std::vector<uint8_t> w(w_row * static_cast<size_t>(pd->max_w));
+    // 64-byte aligned packed rows, as mul_mat's scratch gives them.
+    std::vector<uint8_t> a_buf(a_row * static_cast<size_t>(pd->max_a) + 64);
+    uint8_t* a = a_buf.data() + (64 - reinterpret_cast<uintptr_t>(a_buf.data()) % 64) % 64;
+    std::vector<uint8_t> plain(plain_row * static_cast<size_t>(pd->max_a));
+    for (int r = 0; r < pd->max_w; ++r) {
+      for (float& v : tmp) v = dist(rng);
+      core::traits(wt).from_float(tmp.data(), w.data() + r * w_row, kK);
+    }
+    for (int c = 0; c < pd->max_a; ++c) {
+      for (float& v : tmp) v = dist(rng);
+      pd->pack(tmp.data(), a + c * a_row, kK);
+      convert_activations(dk.act_type, tmp.data(), plain.data() + c * plain_row, kK);
+    }
+    std::vector<float> full(static_cast<size_t>(pd->max_w * pd->max_a));
+    pd->tile(kK, w.data(), w_row, pd->max_w, a, a_row, pd->max_a, full.data(), 1, pd->max_w);
+    for (int r = 0; r < pd->max_w; ++r) {
+      for (int c = 0; c < pd->max_a; ++c) {
+        const float got = full[static_cast<size_t>(r + c * pd->max_w)];
+        float one = 0.0f;
+        pd->tile(kK, w.data() + r * w_row, w_row, 1, a + c * a_row, a_row, 1, &one, 1, 1);
+        EXPECT_EQ(std::memcmp(&one, &got, 4), 0)
+            << core::type_name(wt) << " pair " << r << "," << c;
+        float ref = 0.0f;
+        dk.tile(kK, w.data() + r * w_row, w_row, 1, plain.data() + c * plain_row, plain_row, 1,
+                &ref, 1, 1);
+        EXPECT_NEAR(got, ref, 1e-4f * (1.0f + std::fabs(ref))) << core::type_name(wt);
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no packed kernels in this build";
 }
 
 }  // namespace

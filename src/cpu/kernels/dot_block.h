@@ -24,6 +24,9 @@
 
 namespace strata::cpu {
 
+/// How far ahead of the block being read each weight row is prefetched.
+inline constexpr int64_t kPrefetchBytes = 1536;
+
 template <class W>
 struct BlockDot {
   template <int NW, int NA>
@@ -42,7 +45,12 @@ struct BlockDot {
     for (int64_t b = 0; b < nblocks; ++b) {
       typename W::Act act[NA];
       for (int c = 0; c < NA; ++c) act[c] = W::load(arow(c)[b]);
-      for (int r = 0; r < NW; ++r) W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
+      for (int r = 0; r < NW; ++r) {
+        // Each weight row is its own stream: prefetching ahead keeps enough lines in flight
+        // (and crosses 4 KiB pages) for decode to read the rows at memory speed.
+        _mm_prefetch(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes, _MM_HINT_T0);
+        W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
+      }
     }
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = simd::hsum(acc[r][c]);

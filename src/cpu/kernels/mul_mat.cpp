@@ -8,12 +8,14 @@
 // tile-kernel dot product whose arithmetic does not depend on the tiling (see dot.h), hence
 // results are bit-identical for any thread count.
 //
-// TODO(issue 3): replace the chunk walk with a packed GEMM micro-kernel for prefill.
+// Weight types with a packed kernel (dot_packed.h) get their activations packed in that
+// kernel's layout in the first phase instead; the walk is the same.
 #include <algorithm>
 #include <cstring>
 
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/dot.h"
+#include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/kernels.h"
 
 namespace strata::cpu {
@@ -24,6 +26,10 @@ using core::Type;
 
 struct Plan {
   const DotKernels* dk = nullptr;
+  const PackedDot* packed = nullptr;  ///< when set, activations are packed and its tile used
+  int max_w = 1;
+  int max_a = 1;
+  DotTileFn tile = nullptr;
   bool act_direct = false;  ///< f32 weights and dense src1 rows: use src1 in place
   bool gather_x = false;    ///< src1 rows are strided: gather them to dense f32 first
   bool gather_w = false;    ///< src0 rows are strided (a transposed view): gather per tile
@@ -38,16 +44,26 @@ Plan make_plan(const Tensor& dst) {
   const int64_t k = x.ne[0];
   Plan p;
   p.dk = dot_kernels(w.type);
+  p.packed = packed_dot(w.type, k);
   p.gather_x = x.nb[0] != sizeof(float);
-  p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
   p.gather_w = w.nb[0] != core::type_size(w.type);
-  p.act_row = core::row_size(p.dk->act_type, k);
+  if (p.packed != nullptr) {
+    p.max_w = p.packed->max_w;
+    p.max_a = p.packed->max_a;
+    p.tile = p.packed->tile;
+    p.act_row = p.packed->act_row_bytes(k);
+  } else {
+    p.max_w = p.dk->max_w;
+    p.max_a = p.dk->max_a;
+    p.tile = p.dk->tile;
+    p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
+    p.act_row = core::row_size(p.dk->act_type, k);
+  }
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
-  if (p.gather_x && p.dk->act_type != Type::kF32)
+  if (p.gather_x && (p.packed != nullptr || p.dk->act_type != Type::kF32))
     p.per_thread = static_cast<size_t>(k) * sizeof(float);
   if (p.gather_w) {
-    p.per_thread =
-        std::max(p.per_thread, static_cast<size_t>(p.dk->max_w) * core::row_size(w.type, k));
+    p.per_thread = std::max(p.per_thread, static_cast<size_t>(p.max_w) * core::row_size(w.type, k));
   }
   return p;
 }
@@ -61,7 +77,14 @@ void convert_rows(const Tensor& x, const Plan& p, uint8_t* act, uint8_t* local,
     const RowIndex ix = row_index(x, r);
     const uint8_t* src = x.row_ptr(ix.i1, ix.i2, ix.i3);
     uint8_t* out = act + static_cast<size_t>(r) * p.act_row;
-    if (!p.gather_x) {
+    if (p.packed != nullptr) {
+      const float* dense = reinterpret_cast<const float*>(src);
+      if (p.gather_x) {
+        gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(local), k);
+        dense = reinterpret_cast<const float*>(local);
+      }
+      p.packed->pack(dense, out, k);
+    } else if (!p.gather_x) {
       convert_activations(act_type, reinterpret_cast<const float*>(src), out, k);
     } else if (act_type == Type::kF32) {
       gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(out), k);
@@ -73,11 +96,29 @@ void convert_rows(const Tensor& x, const Plan& p, uint8_t* act, uint8_t* local,
   }
 }
 
-// Copies nw strided weight rows into dense rows. Element j of consecutive rows is read
-// together, which is the cache-friendly order for a transposed view.
+// Copies nw strided weight rows of k elements of TS bytes into dense rows. Element j of
+// consecutive rows is read together, which is the cache-friendly order for a transposed view;
+// the element size is a template argument so each copy is one load and one store.
+template <size_t TS>
+void gather_elements(const uint8_t* first, size_t nb0, size_t nb1, int64_t k, int nw, size_t row,
+                     uint8_t* out) {
+  for (int64_t j = 0; j < k; ++j) {
+    const uint8_t* src = first + static_cast<size_t>(j) * nb0;
+    for (int r = 0; r < nw; ++r) std::memcpy(out + r * row + j * TS, src + r * nb1, TS);
+  }
+}
+
 void gather_weights(const Tensor& w, const uint8_t* first, int nw, uint8_t* out) {
-  const size_t ts = core::type_size(w.type);
   const size_t row = core::row_size(w.type, w.ne[0]);
+  switch (core::type_size(w.type)) {
+    case 2:
+      return gather_elements<2>(first, w.nb[0], w.nb[1], w.ne[0], nw, row, out);
+    case 4:
+      return gather_elements<4>(first, w.nb[0], w.nb[1], w.ne[0], nw, row, out);
+    default:
+      break;
+  }
+  const size_t ts = core::type_size(w.type);
   for (int64_t j = 0; j < w.ne[0]; ++j) {
     for (int r = 0; r < nw; ++r) {
       std::memcpy(out + r * row + j * ts, first + r * w.nb[1] + j * w.nb[0], ts);
@@ -91,7 +132,7 @@ struct Chunking {
 
 // Enough chunks that every thread gets several (load balance), each at most 64 x 64 so its
 // weight rows stay cached while it walks the activation rows.
-Chunking make_chunking(const Tensor& dst, const DotKernels& dk, int nth) {
+Chunking make_chunking(const Tensor& dst, const Plan& plan, int nth) {
   constexpr int64_t kMaxChunk = 64;
   Chunking c;
   const int64_t m = dst.ne[0];
@@ -104,7 +145,7 @@ Chunking make_chunking(const Tensor& dst, const DotKernels& dk, int nth) {
   int64_t per = kMaxChunk;
   if (other * ((m + per - 1) / per) < target) {
     per = (m * other + target - 1) / target;
-    per = std::max<int64_t>(dk.max_w, (per + dk.max_w - 1) / dk.max_w * dk.max_w);
+    per = std::max<int64_t>(plan.max_w, (per + plan.max_w - 1) / plan.max_w * plan.max_w);
   }
   c.size_m = std::min(per, m);
   c.count_m = (m + c.size_m - 1) / c.size_m;
@@ -122,7 +163,6 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const Plan p = make_plan(dst);
-  const DotKernels& dk = *p.dk;
   uint8_t* act = aligned_scratch(args);
   uint8_t* local = thread_scratch(args, p.act_bytes, p.per_thread);
 
@@ -134,7 +174,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const int64_t k = x.ne[0];
   const int64_t r2 = x.ne[2] / w.ne[2];
   const int64_t r3 = x.ne[3] / w.ne[3];
-  const Chunking ch = make_chunking(dst, dk, args.nth);
+  const Chunking ch = make_chunking(dst, p, args.nth);
   const int64_t per_batch = ch.count_m * ch.count_n;
   const Range chunks = split_range(ch.batches * per_batch, args.ith, args.nth);
   const int64_t ldo_w = static_cast<int64_t>(dst.nb[0] / sizeof(float));
@@ -152,8 +192,8 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     const uint8_t* w_batch = w.row_ptr(0, i2 / r2, i3 / r3);
     const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
 
-    for (int64_t iw = m0; iw < m1; iw += dk.max_w) {
-      const int nw = static_cast<int>(std::min<int64_t>(dk.max_w, m1 - iw));
+    for (int64_t iw = m0; iw < m1; iw += p.max_w) {
+      const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
       const uint8_t* wp = w_batch + iw * w.nb[1];
       size_t ldw = w.nb[1];
       if (p.gather_w) {
@@ -161,13 +201,13 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         wp = local;
         ldw = w_row;
       }
-      for (int64_t ia = n0; ia < n1; ia += dk.max_a) {
-        const int na = static_cast<int>(std::min<int64_t>(dk.max_a, n1 - ia));
+      for (int64_t ia = n0; ia < n1; ia += p.max_a) {
+        const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
         const uint8_t* ap = p.act_direct ? x.row_ptr(ia, i2, i3)
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x.nb[1] : p.act_row;
         auto* out = reinterpret_cast<float*>(dst.row_ptr(ia, i2, i3) + iw * dst.nb[0]);
-        dk.tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
+        p.tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
       }
     }
   }
