@@ -75,6 +75,8 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_string({"-ts", "--tensor-split"}, &o.tensor_split,
                "layer proportions per device, e.g. 3,1");
   f.add_bool({"-nkvo", "--no-kv-offload"}, &o.no_kv_offload, "keep the KV cache on the host");
+  f.add_bool({"--no-pipeline"}, &o.no_pipeline,
+             "finish each micro-batch before queuing the next (no overlap across devices)");
 }
 
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
@@ -147,7 +149,9 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
     if (!m.ok()) return m.status();
     out.model = std::move(m).value();
   }
-  auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, params);
+  engine::SessionParams sp = params;
+  sp.pipeline = !o.no_pipeline;
+  auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);
   if (!s.ok()) return s.status();
   out.session = std::move(s).value();
   return out;

@@ -20,6 +20,7 @@ struct LayoutOptions {
   std::string split_mode = "layer";
   std::string tensor_split;  ///< "3,1"
   bool no_kv_offload = false;
+  bool no_pipeline = false;  ///< run micro-batches one at a time across devices
 };
 
 void add_layout_flags(FlagSet& flags, LayoutOptions& o);
