@@ -23,6 +23,7 @@ struct PerplexityOptions {
   int64_t batch = 2048;
   int64_t ubatch = 512;
   int64_t threads = 0;
+  bool flash_attn = false;
   bool help = false;
 };
 
@@ -33,6 +34,7 @@ void add_flags(FlagSet& f, PerplexityOptions& o) {
   f.add_int({"-b", "--batch-size"}, &o.batch, "tokens per decode call (2048)");
   f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
   f.add_int({"-t", "--threads"}, &o.threads, "worker threads (default: all cores)");
+  f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn, "fused attention (see strata run)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
 }
 
@@ -86,6 +88,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   sp.n_batch = std::min(o.batch, o.ctx);
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
+  sp.flash_attn = o.flash_attn;
   auto session = engine::Session::create(**model, device, sp);
   if (!session.ok()) return report_error("perplexity", session.status());
 
