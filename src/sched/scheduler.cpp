@@ -1,31 +1,16 @@
+// Running planned graphs: placement, event-fenced copies and splits, synchronization.
 #include "sched/scheduler.h"
 
 #include <cstdlib>
-#include <map>
 #include <sstream>
-#include <tuple>
 
 #include "backend/device.h"
 #include "memory/buffer.h"
+#include "sched/node_roles.h"
 
 namespace strata::sched {
-namespace {
 
 using core::Tensor;
-
-bool is_compute(const Tensor& t) {
-  return t.op != core::Op::kNone && !core::is_view_op(t.op);
-}
-
-const Tensor* first_weight(const Tensor& node) {
-  for (const Tensor* s : node.src) {
-    if (s != nullptr && core::storage_of(s)->has_flag(core::kFlagWeight))
-      return core::storage_of(s);
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 Scheduler::Scheduler(std::vector<backend::Backend*> backends) : backends_(std::move(backends)) {
   for (backend::Backend* b : backends_) {
@@ -58,170 +43,6 @@ int Scheduler::location(const Tensor& t) const {
     if (&backends_[i]->device().buffer_type() == buf->type()) return static_cast<int>(i);
   }
   return host;
-}
-
-Status Scheduler::plan(core::Graph& graph) {
-  assigned_.clear();
-  splits_.clear();
-  // Queued work of an earlier graph may still name the old copies; they live until synchronize.
-  if (copies_ctx_) retired_.push_back(std::move(copies_ctx_));
-  copies_ctx_ = std::make_unique<core::Context>();
-  const int n_backends = static_cast<int>(backends_.size());
-  const int host = n_backends - 1;
-
-  // Pin: nodes reading a weight run where the weight is; cache writes run where the cache is.
-  std::vector<int> where(graph.nodes.size(), -1);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const Tensor& n = *graph.nodes[i];
-    if (!is_compute(n)) continue;
-    if (const Tensor* w = first_weight(n)) {
-      where[i] = location(*w);
-    } else if (n.op == core::Op::kSetRows) {
-      where[i] = location(*n.view_src);
-    }
-  }
-  // Follow neighbours: forward from the last pinned node, then backward for a leading run.
-  int last = -1;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (!is_compute(*graph.nodes[i])) continue;
-    if (where[i] >= 0) {
-      last = where[i];
-    } else {
-      where[i] = last;
-    }
-  }
-  int next = host;
-  for (size_t i = graph.nodes.size(); i-- > 0;) {
-    if (!is_compute(*graph.nodes[i])) continue;
-    if (where[i] >= 0) {
-      next = where[i];
-    } else {
-      where[i] = next;
-    }
-  }
-  // An unpinned node whose readers all run on one other backend moves there, so a chain
-  // such as a layer's leading norm follows the layer instead of adding a split boundary.
-  // Walking backwards lets whole chains move.
-  {
-    std::vector<bool> pinned(graph.nodes.size(), false);
-    std::unordered_map<const Tensor*, size_t> index;
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      index[graph.nodes[i]] = i;
-      const Tensor& n = *graph.nodes[i];
-      pinned[i] = is_compute(n) && (first_weight(n) != nullptr || n.op == core::Op::kSetRows);
-    }
-    std::vector<std::vector<size_t>> readers(graph.nodes.size());
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      for (const Tensor* s : graph.nodes[i]->src) {
-        if (s == nullptr) continue;
-        // A view's readers read the node the view was taken of.
-        while (s != nullptr && core::is_view_op(s->op)) s = s->src[0];
-        if (auto it = index.find(s); it != index.end()) readers[it->second].push_back(i);
-      }
-    }
-    std::vector<int> target(graph.nodes.size(), -1);
-    for (size_t i = graph.nodes.size(); i-- > 0;) {
-      const Tensor& n = *graph.nodes[i];
-      if (!is_compute(n)) continue;
-      if (pinned[i] || n.has_flag(core::kFlagOutput) || readers[i].empty()) continue;
-      int common = -2;
-      // Readers may be views; look through them to the compute nodes that use them.
-      std::vector<size_t> stack = readers[i];
-      while (!stack.empty() && common != -1) {
-        const size_t r = stack.back();
-        stack.pop_back();
-        if (!is_compute(*graph.nodes[r])) {
-          stack.insert(stack.end(), readers[r].begin(), readers[r].end());
-          continue;
-        }
-        common = common == -2 || common == where[r] ? where[r] : -1;
-      }
-      // Moving pays when it copies no more than it saves: at most one input computed here.
-      int local_inputs = 0;
-      for (const Tensor* src : n.src) {
-        while (src != nullptr && core::is_view_op(src->op)) src = src->src[0];
-        auto it = src != nullptr ? index.find(src) : index.end();
-        if (it != index.end() && where[it->second] == where[i]) ++local_inputs;
-      }
-      if (common >= 0 && common != where[i] && local_inputs <= 1) where[i] = common;
-    }
-  }
-  // Fall back to the next backend in priority order that can run the op.
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (!is_compute(*graph.nodes[i])) continue;
-    int b = where[i];
-    while (b < host && !backends_[static_cast<size_t>(b)]->device().supports_op(*graph.nodes[i]))
-      ++b;
-    where[i] = b;
-    assigned_[graph.nodes[i]] = b;
-  }
-  // Graph inputs live with their first reader.
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (!is_compute(*graph.nodes[i])) continue;
-    for (Tensor* s : graph.nodes[i]->src) {
-      if (s == nullptr) continue;
-      const Tensor* st = core::storage_of(s);
-      if (st->op == core::Op::kNone && st->data == nullptr && !assigned_.count(st)) {
-        assigned_[st] = where[i];
-      }
-    }
-  }
-
-  // Cut into splits; every source living on another backend becomes a copy (views: only the
-  // bytes they span, with the view re-pointed at the copy).
-  std::map<std::tuple<const Tensor*, size_t, size_t>, Tensor*> copies;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    Tensor* n = graph.nodes[i];
-    if (!is_compute(*n)) continue;
-    if (splits_.empty() || splits_.back().backend != where[i]) {
-      splits_.push_back(Split{where[i], {}, {}});
-      copies.clear();
-    }
-    Split& split = splits_.back();
-    split.nodes.push_back(n);
-    for (int k = 0; k < core::kMaxSrc; ++k) {
-      Tensor* s = n->src[static_cast<size_t>(k)];
-      if (s == nullptr || (n->op == core::Op::kSetRows && k == 0)) continue;
-      const Tensor* st = core::storage_of(s);
-      const int loc = location(*st);
-      if (loc == split.backend) continue;
-      const bool whole = !s->is_view();
-      const size_t offset = whole ? 0 : s->view_offset;
-      const size_t bytes = whole ? st->nbytes() : s->nbytes();
-      auto key = std::make_tuple(st, offset, bytes);
-      Tensor* copy = nullptr;
-      if (auto it = copies.find(key); it != copies.end()) {
-        copy = it->second;
-      } else {
-        copy =
-            whole ? copies_ctx_->new_tensor(st->type, st->ne, st->name + "#copy")
-                  : copies_ctx_->new_tensor(core::Type::kI8, {static_cast<int64_t>(bytes), 1, 1, 1},
-                                            st->name + "#range");
-        copies.emplace(key, copy);
-        Tensor* source = const_cast<Tensor*>(st);
-        if (!whole) {
-          // The copied bytes as a tensor of the copy's shape, for Backend::copy_async.
-          // Its address is set once the storage is placed (see place()).
-          source = copies_ctx_->new_tensor(core::Type::kI8, copy->ne, st->name + "#source");
-        }
-        split.inputs.push_back(Split::Input{st, offset, bytes, copy, source});
-        assigned_[copy] = split.backend;
-      }
-      if (whole) {
-        n->src[static_cast<size_t>(k)] = copy;
-      } else {
-        // The same view over the copy: same shape and strides, starting at the copy's base.
-        Tensor* v = copies_ctx_->new_tensor(s->type, s->ne, s->name + "#view");
-        v->nb = s->nb;
-        v->op = core::Op::kView;
-        v->src[0] = copy;
-        v->view_src = copy;
-        v->view_offset = 0;
-        n->src[static_cast<size_t>(k)] = v;
-      }
-    }
-  }
-  return {};
 }
 
 Status Scheduler::place(core::Graph& graph, bool reserve_only) {
