@@ -6,7 +6,6 @@
 
 #include "backend/device.h"
 #include "memory/buffer.h"
-#include "sched/node_roles.h"
 
 namespace strata::sched {
 
