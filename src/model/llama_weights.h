@@ -40,8 +40,9 @@ struct LlamaWeights {
 using WeightPlacement = std::function<memory::BufferType&(int64_t layer)>;
 
 /// Finds every tensor the architecture needs, checks its shape and type against `hp`, and
-/// places it. Host buffer types use the file mapping directly (no copy); every other buffer
-/// type gets one allocation holding its layers, and running out of it is an error such as
+/// places it. The host buffer type gets a copy in huge pages where that pays
+/// (memory::copy_to_huge_pages_pays) and uses the file mapping directly otherwise; every other
+/// buffer type gets one allocation holding its layers, and running out of it is an error such as
 /// "part:1 needs 812 MiB for 11 layers: ...". Failures name the tensor.
 Result<std::unique_ptr<LlamaWeights>> load_llama_weights(const gguf::File& file,
                                                          const LlamaHparams& hp,

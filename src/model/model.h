@@ -16,7 +16,8 @@ namespace strata::model {
 class Model {
  public:
   /// Opens and validates `path`, reads the architecture, tokenizer and weights, placing the
-  /// weights in `weights_type` (host: the file mapping is used in place).
+  /// weights in `weights_type` (host: copied into huge pages where the system has them, else
+  /// the file mapping is used in place).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              memory::BufferType& weights_type);
   /// Same, with each layer's weights placed where `placement` says (see WeightPlacement).

@@ -5,6 +5,8 @@
 #include "devices/byte_size.h"
 #include "devices/host_device.h"
 #include "devices/registry.h"
+#include "gguf/file.h"
+#include "model/llama_hparams.h"
 
 namespace strata::tools {
 namespace {
@@ -131,24 +133,23 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
     return invalid("-ngl needs devices: pass --partitions N or --devices LIST");
   }
 
-  // The layout needs the layer count before the weights are placed.
-  auto probe = model::Model::load(model_path, [](int64_t) -> memory::BufferType& {
-    return devices::host_device().buffer_type();
-  });
-  if (!probe.ok()) return probe.status();
-  auto layout = engine::make_layout((*probe)->hparams().n_layer, lp);
+  // The layout needs the layer count before the weights are placed: read just the header.
+  int64_t n_layer = 0;
+  {
+    auto file = gguf::File::open(model_path);
+    if (!file.ok()) return file.status();
+    auto hp = model::read_llama_hparams(*file);
+    if (!hp.ok()) return hp.status();
+    n_layer = hp->n_layer;
+  }
+  auto layout = engine::make_layout(n_layer, lp);
   if (!layout.ok()) return layout.status();
   Loaded out;
   out.layout = *layout;
-  if (lp.devices.empty() || lp.n_gpu_layers == 0) {
-    out.model = std::move(probe).value();
-  } else {
-    probe = Result<std::unique_ptr<model::Model>>(error(ErrorCode::kInternal, "released"));
-    auto m = model::Model::load(model_path,
-                                engine::weight_placement(out.layout, devices::host_device()));
-    if (!m.ok()) return m.status();
-    out.model = std::move(m).value();
-  }
+  auto m =
+      model::Model::load(model_path, engine::weight_placement(out.layout, devices::host_device()));
+  if (!m.ok()) return m.status();
+  out.model = std::move(m).value();
   engine::SessionParams sp = params;
   sp.pipeline = !o.no_pipeline;
   auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);

@@ -1,6 +1,7 @@
 #include "cpu/kernels/dot.h"
 
 #include "cpu/kernels/convert.h"
+#include "cpu/kernels/quantize_act.h"
 
 namespace strata::cpu {
 
@@ -38,7 +39,9 @@ const DotKernels* dot_kernels(core::Type weight_type) {
 }
 
 void convert_activations(core::Type act_type, const float* src, void* dst, int64_t n) {
-  // row_from_f32 rounds like core's reference for every type, q8_0 by calling it.
+  // Each path rounds like core's reference quantizer for its type, bit for bit.
+  if (act_type == core::Type::kQ8_0) return quantize_q8_0(src, dst, n);
+  if (act_type == core::Type::kQ8_K) return quantize_q8_k(src, dst, n);
   row_from_f32(act_type, src, dst, n);
 }
 

@@ -38,6 +38,9 @@ struct BlockDot {
     const auto wrow = [&](int r) { return reinterpret_cast<const WBlock*>(w + r * ldw); };
     const auto arow = [&](int c) { return reinterpret_cast<const ABlock*>(a + c * lda); };
 #if defined(STRATA_CPU_AVX2)
+    // One prefetch per block suffices up to about three lines (measured: q4_k, q5_k slow
+    // down with more); q6_k's 210-byte blocks need one per line.
+    constexpr size_t kPrefetchSpan = sizeof(WBlock) > 192 ? sizeof(WBlock) / 64 * 64 : 64;
     __m256 acc[NW][NA];
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -48,7 +51,10 @@ struct BlockDot {
       for (int r = 0; r < NW; ++r) {
         // Each weight row is its own stream: prefetching ahead keeps enough lines in flight
         // (and crosses 4 KiB pages) for decode to read the rows at memory speed.
-        _mm_prefetch(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes, _MM_HINT_T0);
+        for (size_t off = 0; off < kPrefetchSpan; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes + off,
+                       _MM_HINT_T0);
+        }
         W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
       }
     }

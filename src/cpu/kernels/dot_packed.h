@@ -19,6 +19,9 @@ namespace strata::cpu {
 struct PackedDot {
   int max_w;  ///< largest nw the tile kernel accepts
   int max_a;  ///< largest na the tile kernel accepts
+  /// Elements per packed group: pack and act_row_bytes take any multiple of it, and packing a
+  /// row piece by piece (at multiples of it) gives the same bytes as packing it whole.
+  int64_t group;
   /// Bytes of one packed activation row of k elements (a multiple of 64).
   size_t (*act_row_bytes)(int64_t k);
   /// A dense f32 row of k elements to its packed form; dst is 64-byte aligned.

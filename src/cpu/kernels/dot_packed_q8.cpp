@@ -16,6 +16,7 @@
 #include "core/float16.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_tile.h"
+#include "cpu/kernels/quantize_act.h"
 #include "cpu/kernels/simd_int.h"
 
 #if defined(STRATA_CPU_AVX512) && defined(__AVX512VBMI__)
@@ -46,24 +47,26 @@ size_t act_row_bytes(int64_t k) {
   return static_cast<size_t>(k / kGroup) * sizeof(ActGroup);
 }
 
-// Rounds each group with core's q8_0 quantizer (blocks are independent), then reorders.
+// Rounds each group with core's q8_0 quantizer (blocks are independent), then reorders. A
+// lane's correction is the sum of its 8 activations: vpdpbusd with unit weights, exact.
 template <int Offset>
 void pack(const float* src, uint8_t* dst, int64_t k) {
   auto* g = reinterpret_cast<ActGroup*>(dst);
+  const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t i = 0; i < k / kGroup; ++i, src += kGroup, ++g) {
     BlockQ8_0 b[4];
-    convert_activations(core::Type::kQ8_0, src, b, kGroup);
+    quantize_q8_0(src, b, kGroup);
     for (int j = 0; j < 4; ++j) {
       std::memcpy(g->lo + 16 * j, b[j].qs, 16);
       std::memcpy(g->hi + 16 * j, b[j].qs + 16, 16);
       const float d = core::half_to_float(b[j].d);
-      for (int l = 0; l < 4; ++l) {
-        int32_t s = 0;
-        for (int e = 4 * l; e < 4 * l + 4; ++e) s += b[j].qs[e] + b[j].qs[16 + e];
-        g->corr[4 * j + l] = -Offset * s;
-        g->d[4 * j + l] = d;
-      }
+      for (int l = 0; l < 4; ++l) g->d[4 * j + l] = d;
     }
+    const __m512i lo = _mm512_load_si512(g->lo);
+    const __m512i hi = _mm512_load_si512(g->hi);
+    const __m512i sum =
+        _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, lo), ones, hi);
+    _mm512_store_si512(g->corr, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-Offset)));
   }
 }
 
@@ -191,10 +194,10 @@ struct GroupDot {
 constexpr int kMaxW = 4;
 constexpr int kMaxA = 4;
 
-const PackedDot kPackedQ4_0 = {kMaxW, kMaxA, act_row_bytes, pack<8>,
-                               tile_dispatch<GroupDot<Q4Group>, kMaxW, kMaxA>};
-const PackedDot kPackedQ8_0 = {kMaxW, kMaxA, act_row_bytes, pack<128>,
-                               tile_dispatch<GroupDot<Q8Group>, kMaxW, kMaxA>};
+const PackedDot kPackedQ4_0 = {
+    kMaxW, kMaxA, kGroup, act_row_bytes, pack<8>, tile_dispatch<GroupDot<Q4Group>, kMaxW, kMaxA>};
+const PackedDot kPackedQ8_0 = {
+    kMaxW, kMaxA, kGroup, act_row_bytes, pack<128>, tile_dispatch<GroupDot<Q8Group>, kMaxW, kMaxA>};
 
 #endif  // STRATA_CPU_PACKED_Q8
 

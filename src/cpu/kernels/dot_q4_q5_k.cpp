@@ -185,7 +185,7 @@ struct ScaleMinDot : kquant::KDecoder {
 };
 
 constexpr int kMaxW = 4;
-constexpr int kMaxA = 2;
+constexpr int kMaxA = 4;
 
 }  // namespace
 

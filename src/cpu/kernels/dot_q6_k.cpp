@@ -112,7 +112,7 @@ struct Q6KDot : kquant::KDecoder {
 };
 
 constexpr int kMaxW = 4;
-constexpr int kMaxA = 2;
+constexpr int kMaxA = 4;
 
 }  // namespace
 

@@ -60,38 +60,47 @@ Plan make_plan(const Tensor& dst) {
     p.act_row = core::row_size(p.dk->act_type, k);
   }
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
-  if (p.gather_x && (p.packed != nullptr || p.dk->act_type != Type::kF32))
-    p.per_thread = static_cast<size_t>(k) * sizeof(float);
+  if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
   if (p.gather_w) {
     p.per_thread = std::max(p.per_thread, static_cast<size_t>(p.max_w) * core::row_size(w.type, k));
   }
   return p;
 }
 
+// Activation rows are converted in pieces of whole blocks (packed groups), each piece on
+// its own, so fewer rows than threads (decode: one row) still spread over every thread.
+// Blocks are independent, so the bytes do not depend on the split.
 void convert_rows(const Tensor& x, const Plan& p, uint8_t* act, uint8_t* local,
                   const KernelArgs& args) {
   const int64_t k = x.ne[0];
   const Type act_type = p.dk->act_type;
-  const Range rows = split_range(x.nrows(), args.ith, args.nth);
-  for (int64_t r = rows.begin; r < rows.end; ++r) {
+  const int64_t unit = p.packed != nullptr ? p.packed->group : core::block_size(act_type);
+  const int64_t units = k / unit;
+  const int64_t nrows = x.nrows();
+  const int64_t pieces = nrows >= args.nth ? 1 : std::min<int64_t>(units, args.nth);
+  const auto out_bytes = [&](int64_t n) {
+    return p.packed != nullptr ? p.packed->act_row_bytes(n) : core::row_size(act_type, n);
+  };
+  const Range items = split_range(nrows * pieces, args.ith, args.nth);
+  for (int64_t item = items.begin; item < items.end; ++item) {
+    const int64_t r = item / pieces;
+    const int64_t piece = item % pieces;
+    const int64_t e0 = units * piece / pieces * unit;
+    const int64_t n = units * (piece + 1) / pieces * unit - e0;
     const RowIndex ix = row_index(x, r);
-    const uint8_t* src = x.row_ptr(ix.i1, ix.i2, ix.i3);
-    uint8_t* out = act + static_cast<size_t>(r) * p.act_row;
+    const uint8_t* src = x.row_ptr(ix.i1, ix.i2, ix.i3) + static_cast<size_t>(e0) * x.nb[0];
+    uint8_t* out = act + static_cast<size_t>(r) * p.act_row + out_bytes(e0);
+    const float* dense = reinterpret_cast<const float*>(src);
+    if (p.gather_x) {
+      gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(local), n);
+      dense = reinterpret_cast<const float*>(local);
+    }
     if (p.packed != nullptr) {
-      const float* dense = reinterpret_cast<const float*>(src);
-      if (p.gather_x) {
-        gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(local), k);
-        dense = reinterpret_cast<const float*>(local);
-      }
-      p.packed->pack(dense, out, k);
-    } else if (!p.gather_x) {
-      convert_activations(act_type, reinterpret_cast<const float*>(src), out, k);
+      p.packed->pack(dense, out, n);
     } else if (act_type == Type::kF32) {
-      gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(out), k);
+      std::memcpy(out, dense, static_cast<size_t>(n) * sizeof(float));
     } else {
-      auto* tmp = reinterpret_cast<float*>(local);
-      gather_to_f32(Type::kF32, src, x.nb[0], tmp, k);
-      convert_activations(act_type, tmp, out, k);
+      convert_activations(act_type, dense, out, n);
     }
   }
 }
