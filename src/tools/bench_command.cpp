@@ -13,6 +13,7 @@
 #include "devices/host_device.h"
 #include "engine/session.h"
 #include "model/model.h"
+#include "tools/attention_flags.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
@@ -29,9 +30,7 @@ struct BenchOptions {
   int64_t reps = 5;
   int64_t ubatch = 512;
   int64_t ctx = 0;
-  std::string cache_type_k = "f16";
-  std::string cache_type_v = "f16";
-  bool flash_attn = false;
+  AttentionOptions attention;
   bool json = false;
   bool help = false;
   LayoutOptions layout;
@@ -45,12 +44,7 @@ void add_flags(FlagSet& f, BenchOptions& o) {
   f.add_int({"-r", "--repetitions"}, &o.reps, "timed runs of each test (5)");
   f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
   f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: what the tests need)");
-  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k,
-               "K cache type: f32, f16, bf16, q8_0 (f16)");
-  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v,
-               "V cache type: f32, f16, bf16; q8_0 with -fa (f16)");
-  f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn,
-             "fused attention (online softmax, no score matrix)");
+  add_attention_flags(f, o.attention);
   f.add_bool({"--json"}, &o.json, "print one JSON object instead of a table");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
   add_layout_flags(f, o.layout);
@@ -58,19 +52,6 @@ void add_flags(FlagSet& f, BenchOptions& o) {
 
 Status invalid(const std::string& message) {
   return error(ErrorCode::kInvalidArgument, message);
-}
-
-// A cache type the flags accept: the float types, and q8_0 (for V only with flash attention).
-Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
-  auto t = core::type_from_name(name);
-  if (!t || (*t != core::Type::kF32 && *t != core::Type::kF16 && *t != core::Type::kBF16 &&
-             *t != core::Type::kQ8_0)) {
-    return invalid(std::string(flag) + ": unsupported cache type '" + name + "'");
-  }
-  if (*t == core::Type::kQ8_0 && !allow_quantized) {
-    return invalid(std::string(flag) + ": a q8_0 V cache needs flash attention (-fa)");
-  }
-  return *t;
 }
 
 Status validate(const BenchOptions& o) {
@@ -413,15 +394,9 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (Status st = validate(o); !st.ok()) return report_error("bench", st);
 
-  auto type_k = cache_type("--cache-type-k", o.cache_type_k, true);
-  if (!type_k.ok()) return report_error("bench", type_k.status());
-  auto type_v = cache_type("--cache-type-v", o.cache_type_v, o.flash_attn);
-  if (!type_v.ok()) return report_error("bench", type_v.status());
-
   engine::SessionParams sp;
-  sp.type_k = *type_k;
-  sp.type_v = *type_v;
-  sp.flash_attn = o.flash_attn;
+  if (Status st = apply_attention_flags(o.attention, sp); !st.ok())
+    return report_error("bench", st);
   sp.n_ctx = o.ctx > 0 ? o.ctx : std::max(o.n_prompt, o.n_gen);
   sp.n_batch = std::max<int64_t>(o.n_prompt, 1);
   sp.n_ubatch = o.ubatch;

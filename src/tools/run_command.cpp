@@ -7,6 +7,7 @@
 #include "engine/generate.h"
 #include "engine/session.h"
 #include "model/model.h"
+#include "tools/attention_flags.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
@@ -29,9 +30,7 @@ struct RunOptions {
   float top_p = 0.95f;
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
-  std::string cache_type_k = "f16";
-  std::string cache_type_v = "f16";
-  bool flash_attn = false;
+  AttentionOptions attention;
   bool help = false;
   LayoutOptions layout;
 };
@@ -51,28 +50,9 @@ void add_flags(FlagSet& f, RunOptions& o) {
   f.add_float({"--repeat-penalty"}, &o.repeat_penalty, "repetition penalty; 1 disables (1.0)");
   f.add_int({"--repeat-last-n"}, &o.repeat_last_n, "tokens the penalty looks back (64)");
   f.add_int({"-s", "--seed"}, &o.seed, "random seed (-1: random)");
-  f.add_string({"-ctk", "--cache-type-k"}, &o.cache_type_k,
-               "K cache type: f32, f16, bf16, q8_0 (f16)");
-  f.add_string({"-ctv", "--cache-type-v"}, &o.cache_type_v,
-               "V cache type: f32, f16, bf16; q8_0 with -fa (f16)");
-  f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn,
-             "fused attention (online softmax, no score matrix)");
+  add_attention_flags(f, o.attention);
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
   add_layout_flags(f, o.layout);
-}
-
-Result<core::Type> cache_type(const char* flag, const std::string& name, bool allow_quantized) {
-  auto t = core::type_from_name(name);
-  const bool ok = t && (*t == core::Type::kF32 || *t == core::Type::kF16 ||
-                        *t == core::Type::kBF16 || *t == core::Type::kQ8_0);
-  if (!ok)
-    return error(ErrorCode::kInvalidArgument,
-                 std::string(flag) + ": unsupported cache type '" + name + "'");
-  if (*t == core::Type::kQ8_0 && !allow_quantized) {
-    return error(ErrorCode::kInvalidArgument,
-                 std::string(flag) + ": a q8_0 V cache needs flash attention (-fa)");
-  }
-  return *t;
 }
 
 Status validate(const RunOptions& o) {
@@ -107,10 +87,6 @@ int run_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (Status st = validate(o); !st.ok()) return report_error("run", st);
-  auto type_k = cache_type("--cache-type-k", o.cache_type_k, true);
-  if (!type_k.ok()) return report_error("run", type_k.status());
-  auto type_v = cache_type("--cache-type-v", o.cache_type_v, o.flash_attn);
-  if (!type_v.ok()) return report_error("run", type_v.status());
 
   const auto t_load = std::chrono::steady_clock::now();
   engine::SessionParams sp;
@@ -118,9 +94,7 @@ int run_command(const std::vector<std::string>& args) {
   sp.n_batch = o.batch;
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
-  sp.type_k = *type_k;
-  sp.type_v = *type_v;
-  sp.flash_attn = o.flash_attn;
+  if (Status st = apply_attention_flags(o.attention, sp); !st.ok()) return report_error("run", st);
   auto loaded = load_with_layout(o.model, o.layout, sp);
   if (!loaded.ok()) return report_error("run", loaded.status());
   auto& model = loaded->model;
