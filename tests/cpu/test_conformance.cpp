@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "case_runner.h"
 #include "conformance_cases.h"
 #include "core/context.h"
 #include "core/graph.h"
@@ -34,45 +35,11 @@ using test::Inputs;
 using test::kWeightTypes;
 using test::leaf;
 
-ThreadPool& pool(int n) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  auto& p = pools[n];
-  if (!p) p = std::make_unique<ThreadPool>(n);
-  return *p;
-}
+using Outputs = test::CaseOutputs;
 
-struct Outputs {
-  std::vector<std::vector<float>> values;
-  std::vector<std::vector<uint8_t>> bytes;
-};
-
-// Builds the case's graph afresh, places it, fills it, computes it with the reference
-// (n_threads == 0) or the CPU kernels, and reads the outputs.
+// Seeds the case's leafs the same way every time.
 Outputs run(const Case& c, int n_threads) {
-  Context ctx;
-  Inputs in;
-  const std::vector<Tensor*> outs = c.build(ctx, in);
-  if (!ctx.ok()) {
-    ADD_FAILURE() << "building " << c.name << ": " << ctx.status().message();
-    return {};
-  }
-  const core::Graph g = core::build_graph(outs);
-  test::Placement placement(g);
-  test::fill_leafs(g, in, 7);
-  if (n_threads == 0) {
-    const Status s = reference::compute_graph(g);
-    EXPECT_TRUE(s.ok()) << s.message();
-  } else {
-    std::vector<uint8_t> scratch;
-    const Status s = compute_graph(g, pool(n_threads), scratch);
-    EXPECT_TRUE(s.ok()) << s.message();
-  }
-  Outputs o;
-  for (const Tensor* t : outs) {
-    o.values.push_back(test::read_floats(*t));
-    o.bytes.push_back(test::read_bytes(*t));
-  }
-  return o;
+  return test::run_case(c, n_threads, 7);
 }
 
 class Conformance : public ::testing::TestWithParam<Case> {};

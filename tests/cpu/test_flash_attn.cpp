@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "case_runner.h"
 #include "cases_attention.h"
 #include "core/context.h"
 #include "core/graph.h"
@@ -30,41 +31,11 @@ using test::AttnShape;
 using test::Case;
 using test::Inputs;
 
-ThreadPool& pool(int n) {
-  static std::map<int, std::unique_ptr<ThreadPool>> pools;
-  auto& p = pools[n];
-  if (!p) p = std::make_unique<ThreadPool>(n);
-  return *p;
-}
+using Outputs = test::CaseOutputs;
 
-struct Outputs {
-  std::vector<std::vector<float>> values;
-  std::vector<std::vector<uint8_t>> bytes;
-};
-
-// Builds, places, fills and computes the case: the reference when n_threads == 0, else the CPU
-// kernels on n_threads threads.
+// Seeds the case's leafs the same way every time.
 Outputs run(const Case& c, int n_threads) {
-  Context ctx;
-  Inputs in;
-  const std::vector<Tensor*> outs = c.build(ctx, in);
-  if (!ctx.ok()) {
-    ADD_FAILURE() << "building " << c.name << ": " << ctx.status().message();
-    return {};
-  }
-  const core::Graph g = core::build_graph(outs);
-  test::Placement placement(g);
-  test::fill_leafs(g, in, 11);
-  std::vector<uint8_t> scratch;
-  const Status s =
-      n_threads == 0 ? reference::compute_graph(g) : compute_graph(g, pool(n_threads), scratch);
-  EXPECT_TRUE(s.ok()) << s.message();
-  Outputs o;
-  for (const Tensor* t : outs) {
-    o.values.push_back(test::read_floats(*t));
-    o.bytes.push_back(test::read_bytes(*t));
-  }
-  return o;
+  return test::run_case(c, n_threads, 11);
 }
 
 bool verbose() {

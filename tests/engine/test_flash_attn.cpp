@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "decode_all.h"
 #include "devices/host_device.h"
 #include "engine/generate.h"
 #include "engine/session.h"
@@ -72,17 +73,7 @@ class FlashAttnModel : public ::testing::TestWithParam<std::string> {
     auto s = Session::create(*model_, devices::host_device(), sp);
     EXPECT_TRUE(s.ok()) << s.status().message();
     if (!s.ok()) return {};
-    std::vector<float> out;
-    for (size_t i = 0; i < tokens_.size(); i += static_cast<size_t>(sp.n_batch)) {
-      const size_t n = std::min(tokens_.size() - i, static_cast<size_t>(sp.n_batch));
-      Status st = (*s)->decode(std::span(tokens_).subspan(i, n), true);
-      EXPECT_TRUE(st.ok()) << st.message();
-      for (int64_t r = 0; r < (*s)->n_outputs(); ++r) {
-        auto row = (*s)->logits(r);
-        out.insert(out.end(), row.begin(), row.end());
-      }
-    }
-    return out;
+    return testing::decode_all(**s, tokens_);
   }
 
   // Head sizes that are not whole q8_0 blocks (stories260K's 8) cannot use a q8_0 cache.

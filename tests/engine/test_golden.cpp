@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 
+#include "decode_all.h"
 #include "devices/host_device.h"
 #include "engine/generate.h"
 #include "engine/session.h"
@@ -38,14 +39,7 @@ Loaded load(const std::string& path, SessionParams sp = {}) {
 // Logits of every prompt position, [n_prompt][n_vocab].
 std::vector<float> prompt_logits(Session& s, std::span<const int32_t> tokens) {
   s.reset();
-  Status st = s.decode(tokens, /*all_logits=*/true);
-  EXPECT_TRUE(st.ok()) << st.message();
-  std::vector<float> out;
-  for (int64_t i = 0; i < s.n_outputs(); ++i) {
-    auto row = s.logits(i);
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
+  return testing::decode_all(s, tokens);
 }
 
 double max_abs_diff(std::span<const float> a, std::span<const float> b) {

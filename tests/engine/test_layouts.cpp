@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "decode_all.h"
 #include "devices/host_device.h"
 #include "devices/registry.h"
 #include "engine/generate.h"
@@ -60,13 +61,7 @@ Opened open(const std::string& path, const LayoutCase& c, int64_t ubatch = 512,
 }
 
 std::vector<float> logits_of(Session& s, const std::vector<int32_t>& tokens) {
-  EXPECT_TRUE(s.decode(tokens, true).ok());
-  std::vector<float> out;
-  for (int64_t i = 0; i < s.n_outputs(); ++i) {
-    auto row = s.logits(i);
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
+  return testing::decode_all(s, tokens);
 }
 
 const LayoutCase kLayouts[] = {

@@ -1,0 +1,24 @@
+#include "decode_all.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace strata::testing {
+
+std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> tokens) {
+  std::vector<float> out;
+  const auto batch = static_cast<size_t>(s.n_batch());
+  for (size_t i = 0; i < tokens.size(); i += batch) {
+    const Status st = s.decode(tokens.subspan(i, std::min(batch, tokens.size() - i)), true);
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (!st.ok()) return out;
+    for (int64_t r = 0; r < s.n_outputs(); ++r) {
+      auto row = s.logits(r);
+      out.insert(out.end(), row.begin(), row.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::testing

@@ -1,0 +1,16 @@
+// Feeding tokens to a session and collecting every row of logits, for the engine tests.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/session.h"
+
+namespace strata::testing {
+
+/// Decodes `tokens` after what the session already holds, in calls of at most its batch size,
+/// and returns the logits of every token, row after row. A failed decode is a test failure.
+std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> tokens);
+
+}  // namespace strata::testing
