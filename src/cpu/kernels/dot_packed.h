@@ -34,4 +34,7 @@ struct PackedDot {
 /// build lacks the instructions, or k does not fit the kernel's grouping).
 const PackedDot* packed_dot(core::Type weight_type, int64_t k);
 
+// The packed kernels of each family (dot_packed_*.cpp); packed_dot asks them in turn.
+const PackedDot* packed_dot_q8(core::Type weight_type, int64_t k);
+
 }  // namespace strata::cpu

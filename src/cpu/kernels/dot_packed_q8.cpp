@@ -203,7 +203,7 @@ const PackedDot kPackedQ8_0 = {
 
 }  // namespace
 
-const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
+const PackedDot* packed_dot_q8(core::Type weight_type, int64_t k) {
 #if defined(STRATA_CPU_PACKED_Q8)
   if (k % kGroup != 0) return nullptr;
   if (weight_type == core::Type::kQ4_0) return &kPackedQ4_0;

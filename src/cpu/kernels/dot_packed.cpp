@@ -1,0 +1,9 @@
+#include "cpu/kernels/dot_packed.h"
+
+namespace strata::cpu {
+
+const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
+  return packed_dot_q8(weight_type, k);
+}
+
+}  // namespace strata::cpu
