@@ -26,12 +26,13 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     int64_t layers = 0;
   };
   std::vector<Group> groups;
+  const int64_t cells = (config.n_cells + kCellPad - 1) / kCellPad * kCellPad;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "cache_" + std::to_string(il);
     core::Tensor* k =
-        cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_k");
+        cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), cells, 1, 1}, p + "_k");
     core::Tensor* v =
-        cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), config.n_cells, 1, 1}, p + "_v");
+        cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), cells, 1, 1}, p + "_v");
     cache->tensors_.k.push_back(k);
     cache->tensors_.v.push_back(v);
     memory::BufferType& type = placement(il);
@@ -64,7 +65,8 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     }
     cache->buffers_.push_back(std::move(buf).value());
   }
-  cache->cell_pos_.assign(static_cast<size_t>(config.n_cells), -1);
+  cache->cell_pos_.assign(static_cast<size_t>(cells), -1);
+  cache->capacity_ = config.n_cells;
   return cache;
 }
 

@@ -1,6 +1,7 @@
 // The KV cache: per layer K and V rows, one per cell, and the position each cell holds.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,9 +32,20 @@ class KvCache {
                                                  const KvCacheConfig& config,
                                                  const Placement& placement);
 
+  /// Cells are allocated, and attention reads them, in multiples of this many. The extra
+  /// cells are zero and masked; they exist so every attention row has a length whose
+  /// summation order is llama.cpp's (it pads its KV view the same way; see dot_float.cpp).
+  static constexpr int64_t kCellPad = 32;
+
   const model::KvCacheTensors& tensors() const { return tensors_; }
-  int64_t size() const { return static_cast<int64_t>(cell_pos_.size()); }
+  /// The context size: how many cells append may fill.
+  int64_t size() const { return capacity_; }
   int64_t used() const { return used_; }
+  /// Cells attention reads: used() rounded up to kCellPad.
+  int64_t view_cells() const {
+    return std::min(static_cast<int64_t>(cell_pos_.size()),
+                    (used_ + kCellPad - 1) / kCellPad * kCellPad);
+  }
   /// Position held by a cell, or -1 when empty.
   int32_t cell_pos(int64_t cell) const { return cell_pos_[static_cast<size_t>(cell)]; }
   size_t bytes() const;
@@ -50,7 +62,8 @@ class KvCache {
   core::Context ctx_;
   model::KvCacheTensors tensors_;
   std::vector<std::unique_ptr<memory::Buffer>> buffers_;
-  std::vector<int32_t> cell_pos_;
+  std::vector<int32_t> cell_pos_;  ///< every allocated cell, padding included
+  int64_t capacity_ = 0;
   int64_t used_ = 0;
 };
 

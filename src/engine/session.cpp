@@ -130,7 +130,7 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   auto first_cell = cache_->append(T, first_pos);
   if (!first_cell.ok()) return first_cell.status();
 
-  model::LlamaBatchShape shape{T, cache_->used(), all_logits ? T : 1};
+  model::LlamaBatchShape shape{T, cache_->view_cells(), all_logits ? T : 1};
   f.ctx = std::make_unique<core::Context>();
   auto g = model::build_llama_graph(*f.ctx, hp, model_->weights(), cache_->tensors(), shape,
                                     {params_.flash_attn});

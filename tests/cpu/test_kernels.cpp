@@ -53,7 +53,9 @@ TEST(Convert, BF16MatchesCoreReferenceBitForBit) {
     ASSERT_EQ(fast[i].bits, core::float_to_bf16(x[i]).bits) << x[i];
 }
 
-TEST(VectorExp, WithinTwoUlpOverTheUsefulRange) {
+// The vector exp is llama.cpp's approximation, step for step (so softmax and SiLU round as
+// there): within 2.5 ulp, subnormal results down to about e^-104, 0 below.
+TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
 #if defined(STRATA_CPU_AVX2)
   std::vector<float> x;
   for (float v = -87.0f; v < 88.7f; v += 0.001237f) x.push_back(v);
@@ -69,14 +71,14 @@ TEST(VectorExp, WithinTwoUlpOverTheUsefulRange) {
       worst_ulps = std::max(worst_ulps, std::fabs(y[j] - ref) / ulp);
     }
   }
-  EXPECT_LE(worst_ulps, 2.0);
+  EXPECT_LE(worst_ulps, 2.5);
 
-  alignas(32) float special[8] = {-INFINITY, -100.0f, -87.5f, 89.0f, INFINITY, NAN, 88.7f, -1e-45f};
+  alignas(32) float special[8] = {-INFINITY, -110.0f, -87.5f, 89.0f, INFINITY, NAN, 88.7f, -1e-45f};
   float y[8];
   _mm256_storeu_ps(y, simd::exp(_mm256_load_ps(special)));
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 0.0f);
-  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_NEAR(y[2], std::exp(-87.5), 1e-6 * std::exp(-87.5));
   EXPECT_EQ(y[3], INFINITY);
   EXPECT_EQ(y[4], INFINITY);
   EXPECT_TRUE(std::isnan(y[5]));

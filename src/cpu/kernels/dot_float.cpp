@@ -1,4 +1,18 @@
-// Dot products of float rows: f32·f32, f16·f16 and bf16·bf16, all accumulated in f32.
+// Dot products of float rows: f32·f32, f16·f16 and bf16·bf16, accumulated in f32.
+//
+// The order of the additions is llama.cpp's (AVX-512 build), so logits agree with its to the
+// last bit rather than to rounding noise; on models where one last-bit difference flips a later
+// f16 or int8 rounding, that is the difference between matching and not. Two orders:
+//  - k a multiple of 16 (its prompt-processing GEMM): 16 lanes, element j into lane j % 16 by
+//    fused multiply-adds in order; then the 16 lanes summed as a 512-bit tree (simd::hsum16).
+//    bf16 with AVX-512 BF16 goes 32 elements a step through vdpbf16ps (lane l takes elements
+//    2l + 1 then 2l of each step), as its BF16 GEMM does.
+//  - other k (its vector dot): 4 x 16 lanes over the first k & ~63 elements, the 4 vectors
+//    added (0+2, 1+3, then those two), the tree sum, then the remaining elements one at a time:
+//    f32 by fused multiply-add in f32, f16 and bf16 as exact products added in double.
+// Both depend only on k and the two rows, as dot.h requires. Attention rows (k = cells) are
+// padded to a multiple of 32 cells by the engine, as llama.cpp pads its KV view.
+#include <cmath>
 #include <cstring>
 
 #include "core/float16.h"
@@ -6,17 +20,29 @@
 #include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd.h"
 
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+#define STRATA_DOT_FLOAT_512 1
+#endif
+#if defined(STRATA_DOT_FLOAT_512) && defined(__AVX512BF16__)
+#define STRATA_DOT_BF16_PAIRS 1
+#endif
+
 namespace strata::cpu {
 namespace {
 
 // How to read elements of each row type as f32. Conversions from f16/bf16 are exact.
 struct F32Elem {
+  static constexpr bool kExactProducts = false;
   static float at(const uint8_t* row, int64_t i) {
     float v;
     std::memcpy(&v, row + i * 4, sizeof v);
     return v;
   }
-#if defined(STRATA_CPU_AVX2)
+#if defined(STRATA_DOT_FLOAT_512)
+  static __m512 load16(const uint8_t* row, int64_t i) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
+  }
+#elif defined(STRATA_CPU_AVX2)
   static __m256 load8(const uint8_t* row, int64_t i) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
   }
@@ -24,12 +50,18 @@ struct F32Elem {
 };
 
 struct F16Elem {
+  static constexpr bool kExactProducts = true;
   static float at(const uint8_t* row, int64_t i) {
     core::Half h;
     std::memcpy(&h, row + i * 2, sizeof h);
     return core::half_to_float(h);
   }
-#if defined(STRATA_CPU_AVX2)
+#if defined(STRATA_DOT_FLOAT_512)
+  static __m512 load16(const uint8_t* row, int64_t i) {
+    return _mm512_maskz_cvtph_ps(0xffff,
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i * 2)));
+  }
+#elif defined(STRATA_CPU_AVX2)
   static __m256 load8(const uint8_t* row, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
   }
@@ -37,12 +69,20 @@ struct F16Elem {
 };
 
 struct BF16Elem {
+  static constexpr bool kExactProducts = true;
   static float at(const uint8_t* row, int64_t i) {
     core::BFloat16 h;
     std::memcpy(&h, row + i * 2, sizeof h);
     return core::bf16_to_float(h);
   }
-#if defined(STRATA_CPU_AVX2)
+#if defined(STRATA_DOT_FLOAT_512)
+  static __m512 load16(const uint8_t* row, int64_t i) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i * 2));
+    // Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.
+    return _mm512_castsi512_ps(
+        _mm512_maskz_slli_epi32(0xffff, _mm512_maskz_cvtepu16_epi32(0xffff, h), 16));
+  }
+#elif defined(STRATA_CPU_AVX2)
   static __m256 load8(const uint8_t* row, int64_t i) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -50,61 +90,183 @@ struct BF16Elem {
 #endif
 };
 
-// Per pair: one 8-lane f32 accumulator; the tail is zero-padded into the same lanes, so element
-// j always lands in lane j % 8 and the lanes are summed in a fixed order. Appending zeros to
-// both rows (a longer masked attention row) therefore leaves the result bit-identical, which
-// keeps micro-batched prefill equal to one big batch. Tail multiplies and adds are separate
-// roundings in the portable path (the layer builds with -ffp-contract=off).
+#if defined(STRATA_CPU_AVX2)
+// 16 lanes: one 512-bit register, or two 256-bit ones (lanes 0-7, 8-15) without AVX-512.
+struct Lanes16 {
+#if defined(STRATA_DOT_FLOAT_512)
+  __m512 v;
+  static Lanes16 zero() {
+    return {_mm512_setzero_ps()};
+  }
+  template <class Elem>
+  static Lanes16 load(const uint8_t* row, int64_t i) {
+    return {Elem::load16(row, i)};
+  }
+  static Lanes16 fma(Lanes16 a, Lanes16 b, Lanes16 c) {
+    return {_mm512_fmadd_ps(a.v, b.v, c.v)};
+  }
+  static Lanes16 add(Lanes16 a, Lanes16 b) {
+    return {_mm512_add_ps(a.v, b.v)};
+  }
+  float sum() const {
+    return simd::hsum16(_mm512_maskz_extractf32x8_ps(0xff, v, 0),
+                        _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+  }
+#else
+  __m256 lo, hi;
+  static Lanes16 zero() {
+    return {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  }
+  template <class Elem>
+  static Lanes16 load(const uint8_t* row, int64_t i) {
+    return {Elem::load8(row, i), Elem::load8(row, i + 8)};
+  }
+  static Lanes16 fma(Lanes16 a, Lanes16 b, Lanes16 c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  static Lanes16 add(Lanes16 a, Lanes16 b) {
+    return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+  }
+  float sum() const {
+    return simd::hsum16(lo, hi);
+  }
+#endif
+};
+#endif
+
+// Portable stand-ins with the same rounding: an f32 fused multiply-add, and the 16-lane tree.
+inline float fma_f32(float a, float b, float c) {
+  return std::fma(a, b, c);
+}
+[[maybe_unused]] float tree16(const float* lane) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lane[i] + lane[i + 8];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[i] + t8[i + 4];
+  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+// The vector-dot order for k not a multiple of 16 (rare: small heads, odd FFN sizes).
+template <class Elem>
+float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
+  const int64_t np = k & ~int64_t{63};
+  float reduced = 0.0f;
+  if (np > 0) {
+#if defined(STRATA_CPU_AVX2)
+    Lanes16 s[4] = {Lanes16::zero(), Lanes16::zero(), Lanes16::zero(), Lanes16::zero()};
+    for (int64_t i = 0; i < np; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        s[j] = Lanes16::fma(Lanes16::load<Elem>(w, i + 16 * j), Lanes16::load<Elem>(a, i + 16 * j),
+                            s[j]);
+      }
+    }
+    reduced = Lanes16::add(Lanes16::add(s[0], s[2]), Lanes16::add(s[1], s[3])).sum();
+#else
+    float s[4][16] = {};
+    for (int64_t i = 0; i < np; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 16; ++l) {
+          const int64_t e = i + 16 * j + l;
+          s[j][l] = fma_f32(Elem::at(w, e), Elem::at(a, e), s[j][l]);
+        }
+      }
+    }
+    float t[16];
+    for (int l = 0; l < 16; ++l) t[l] = (s[0][l] + s[2][l]) + (s[1][l] + s[3][l]);
+    reduced = tree16(t);
+#endif
+  }
+  if constexpr (Elem::kExactProducts) {
+    double sum = reduced;
+    for (int64_t i = np; i < k; ++i) sum += static_cast<double>(Elem::at(w, i) * Elem::at(a, i));
+    return static_cast<float>(sum);
+  } else {
+    float sum = reduced;
+    for (int64_t i = np; i < k; ++i) sum += Elem::at(w, i) * Elem::at(a, i);
+    return sum;
+  }
+}
+
 template <class Elem>
 struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
-#if defined(STRATA_CPU_AVX2)
-    __m256 acc[NW][NA];
-    for (int r = 0; r < NW; ++r) {
-      for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
-    }
-    int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {
-      __m256 av[NA];
-      for (int c = 0; c < NA; ++c) av[c] = Elem::load8(a + c * lda, i);
+    if (k % 16 != 0) {
       for (int r = 0; r < NW; ++r) {
-        const __m256 wv = Elem::load8(w + r * ldw, i);
-        for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_fmadd_ps(wv, av[c], acc[r][c]);
-      }
-    }
-    if (i < k) {
-      alignas(32) float av[NA][8] = {};
-      alignas(32) float wv[8] = {};
-      for (int c = 0; c < NA; ++c) {
-        for (int64_t j = i; j < k; ++j) av[c][j - i] = Elem::at(a + c * lda, j);
-      }
-      for (int r = 0; r < NW; ++r) {
-        for (int64_t j = i; j < k; ++j) wv[j - i] = Elem::at(w + r * ldw, j);
-        const __m256 wr = _mm256_load_ps(wv);
         for (int c = 0; c < NA; ++c) {
-          acc[r][c] = _mm256_fmadd_ps(wr, _mm256_load_ps(av[c]), acc[r][c]);
+          out[r * ldo_w + c * ldo_a] = dot_odd<Elem>(k, w + r * ldw, a + c * lda);
         }
       }
+      return;
+    }
+#if defined(STRATA_CPU_AVX2)
+    Lanes16 acc[NW][NA];
+    for (int r = 0; r < NW; ++r) {
+      for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
+    }
+    for (int64_t i = 0; i < k; i += 16) {
+      Lanes16 av[NA];
+      for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<Elem>(a + c * lda, i);
+      for (int r = 0; r < NW; ++r) {
+        const Lanes16 wv = Lanes16::load<Elem>(w + r * ldw, i);
+        for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::fma(wv, av[c], acc[r][c]);
+      }
     }
     for (int r = 0; r < NW; ++r) {
-      for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = simd::hsum(acc[r][c]);
+      for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = acc[r][c].sum();
     }
 #else
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) {
-        float s = 0.0f;
-        for (int64_t j = 0; j < k; ++j) s += Elem::at(w + r * ldw, j) * Elem::at(a + c * lda, j);
-        out[r * ldo_w + c * ldo_a] = s;
+        float lane[16] = {};
+        for (int64_t j = 0; j < k; ++j) {
+          lane[j % 16] = fma_f32(Elem::at(w + r * ldw, j), Elem::at(a + c * lda, j), lane[j % 16]);
+        }
+        out[r * ldo_w + c * ldo_a] = tree16(lane);
       }
     }
 #endif
   }
 };
 
-// 4 weight rows x 2 activation rows: 8 independent accumulator chains hide the FMA latency,
-// and the 16 vector registers of AVX2 hold them with the loads.
+#if defined(STRATA_DOT_BF16_PAIRS)
+// bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32); other k take FloatDot.
+struct BF16PairDot {
+  template <int NW, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
+                  int64_t ldo_w, int64_t ldo_a) {
+    if (k % 32 != 0) {
+      FloatDot<BF16Elem>::run<NW, NA>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+      return;
+    }
+    __m512 acc[NW][NA];
+    for (int r = 0; r < NW; ++r) {
+      for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < k; i += 32) {
+      __m512bh av[NA];
+      for (int c = 0; c < NA; ++c) {
+        av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));
+      }
+      for (int r = 0; r < NW; ++r) {
+        const auto wv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w + r * ldw + i * 2));
+        for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, av[c]);
+      }
+    }
+    for (int r = 0; r < NW; ++r) {
+      for (int c = 0; c < NA; ++c) {
+        out[r * ldo_w + c * ldo_a] = simd::hsum16(_mm512_maskz_extractf32x8_ps(0xff, acc[r][c], 0),
+                                                  _mm512_maskz_extractf32x8_ps(0xff, acc[r][c], 1));
+      }
+    }
+  }
+};
+using BF16Dot = BF16PairDot;
+#else
+using BF16Dot = FloatDot<BF16Elem>;
+#endif
+
+// 4 weight rows x 2 activation rows: 8 independent accumulator chains hide the FMA latency.
 constexpr int kMaxW = 4;
 constexpr int kMaxA = 2;
 
@@ -114,7 +276,6 @@ const DotKernels kDotF32 = {core::Type::kF32, kMaxW, kMaxA,
                             tile_dispatch<FloatDot<F32Elem>, kMaxW, kMaxA>};
 const DotKernels kDotF16 = {core::Type::kF16, kMaxW, kMaxA,
                             tile_dispatch<FloatDot<F16Elem>, kMaxW, kMaxA>};
-const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA,
-                             tile_dispatch<FloatDot<BF16Elem>, kMaxW, kMaxA>};
+const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA, tile_dispatch<BF16Dot, kMaxW, kMaxA>};
 
 }  // namespace strata::cpu

@@ -85,13 +85,34 @@ inline Vec silu_vec(Vec x) {
 #endif
 }
 
+// llama.cpp's AVX-512 build runs SiLU 16 elements at a time from the start of each row and
+// the last n % 16 through the C library's expf. Doing the same makes every value round as
+// there (the vector exp and expf can differ in the last bit).
+inline float silu_scalar(float x) {
+  return x / (1.0f + std::exp(-x));
+}
+
 struct SiluOp {
+  static constexpr bool kScalarTail = true;
   Vec operator()(Vec a) const { return silu_vec(a); }
+  float scalar(float a) const { return silu_scalar(a); }
 };
 
 struct SwigluOp {
+  static constexpr bool kScalarTail = true;
   Vec operator()(Vec g, Vec u) const { return MulOp{}(silu_vec(g), u); }
+  float scalar(float g, float u) const { return silu_scalar(g) * u; }
 };
+
+// Elements [vector_end(n), n) of a row take the op's scalar form (see SiluOp).
+template <class F>
+int64_t vector_end(int64_t n) {
+  if constexpr (requires { F::kScalarTail; }) {
+    return n - n % 16;
+  } else {
+    return n;
+  }
+}
 
 // A strided run of f32 elements: element i at p + i * stride; `period` > 0 wraps the index
 // (broadcast of a shorter src1 row).
@@ -104,7 +125,12 @@ struct Strided {
 };
 
 template <class F>
-void unary_row(Strided x, uint8_t* d, size_t ds, int64_t n, F f) {
+void unary_row(Strided x, uint8_t* d, size_t ds, int64_t n_all, F f) {
+  const int64_t n = vector_end<F>(n_all);
+  if constexpr (requires { F::kScalarTail; }) {
+    for (int64_t i = n; i < n_all; ++i)
+      store_f32(d + static_cast<size_t>(i) * ds, f.scalar(x.at(i)));
+  }
   int64_t i = 0;
   if (x.dense(n) && ds == sizeof(float)) {
     const auto* xs = reinterpret_cast<const float*>(x.p);
@@ -121,7 +147,13 @@ void unary_row(Strided x, uint8_t* d, size_t ds, int64_t n, F f) {
 }
 
 template <class F>
-void binary_row(Strided a, Strided b, uint8_t* d, size_t ds, int64_t n, F f) {
+void binary_row(Strided a, Strided b, uint8_t* d, size_t ds, int64_t n_all, F f) {
+  const int64_t n = vector_end<F>(n_all);
+  if constexpr (requires { F::kScalarTail; }) {
+    for (int64_t i = n; i < n_all; ++i) {
+      store_f32(d + static_cast<size_t>(i) * ds, f.scalar(a.at(i), b.at(i)));
+    }
+  }
   int64_t i = 0;
   if (a.dense(n) && b.dense(n) && ds == sizeof(float)) {
     const auto* as = reinterpret_cast<const float*>(a.p);

@@ -66,8 +66,10 @@ void rope(const core::Tensor& dst, const KernelArgs& args) {
       const int64_t i1 = i0 + partner;
       const float x0 = load_f32(x + i0 * xs);
       const float x1 = load_f32(x + i1 * xs);
-      store_f32(y + i0 * ys, x0 * cos_c[j] - x1 * sin_c[j]);
-      store_f32(y + i1 * ys, x0 * sin_c[j] + x1 * cos_c[j]);
+      // x0's products fused, x1's rounded first: how llama.cpp's build (GCC contracting and
+      // vectorizing its loop) rounds, so rotated values match it bit for bit.
+      store_f32(y + i0 * ys, std::fma(x0, cos_c[j], -(x1 * sin_c[j])));
+      store_f32(y + i1 * ys, std::fma(x0, sin_c[j], x1 * cos_c[j]));
     }
     for (int64_t i = rp.n_dims; i < dst.ne[0]; ++i) store_f32(y + i * ys, load_f32(x + i * xs));
   }

@@ -46,41 +46,50 @@ inline float hmax(__m256 v) {
   return _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
 }
 
-/// e^x per lane, within 2 ulp of the exact value. Results below FLT_MIN (x < -87.33) are
-/// flushed to 0, which is what -inf gives; x > 88.72 gives +inf; NaN stays NaN.
+/// Sum of 16 lanes held as two halves (lanes 0-7, 8-15), in the order of a 512-bit tree
+/// reduction: lane i + lane i + 8, then + 4, + 2, + 1. llama.cpp sums its AVX-512 softmax
+/// chunks and dot-product lanes this way; results that must match it bit for bit use this.
+inline float hsum16(__m256 lo, __m256 hi) {
+  return hsum(_mm256_add_ps(lo, hi));
+}
+
+/// e^x per lane, within 1.5 ulp. Results below the smallest subnormal flush to 0, which is what
+/// -inf gives; x > 88.72 gives +inf; NaN stays NaN.
 ///
-/// Method: x = n*ln2 + r with |r| <= ln2/2 (n rounded to nearest, ln2 split in two parts so
-/// n*ln2_hi is exact), e^r by its degree-7 Taylor polynomial (truncation < 1e-8 relative),
-/// and 2^n built directly in the exponent field.
+/// The arithmetic is llama.cpp's AVX-512 expf (ARM's optimized-routines method), step for
+/// step, so softmax and SiLU round exactly as llama.cpp's do: x = n ln2 + b with n rounded by
+/// the 1.5 * 2^23 shifter and ln2 split in two; e^b by a degree-5 polynomial evaluated as
+/// (c5 b + c4) u + (c3 b + c2), u = b^2, then times u plus (c1 b + 1); then times 2^n. The
+/// scaling multiplies by two exact powers of two, which rounds once, as a scalef does.
 inline __m256 exp(__m256 x) {
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606820309417232e-6f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  // 2^n as two factors 2^(n/2) * 2^(n - n/2), each a normal float, so n = 128 (e^x just
-  // below FLT_MAX) needs no special case. Lanes out of range are fixed below; clamping n only
-  // keeps the integer conversion defined for them.
+  const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shifter);
+  const __m256 n = _mm256_sub_ps(z, shifter);
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 hi = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
+  const __m256 j = _mm256_fmadd_ps(
+      hi, u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  // 2^n as 2^(n/2) * 2^(n - n/2): the first product is exact (a normal float), the second
+  // rounds once. n is clamped only to keep the integer conversion defined; lanes with
+  // |n| > 192 are replaced below, as llama.cpp does.
   const __m256 nc =
-      _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-150.0f)), _mm256_set1_ps(150.0f));
+      _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-192.0f)), _mm256_set1_ps(192.0f));
   const __m256i ni = _mm256_cvtps_epi32(nc);
   const __m256i n1 = _mm256_srai_epi32(ni, 1);
   const __m256i n2 = _mm256_sub_epi32(ni, n1);
   const __m256i bias = _mm256_set1_epi32(127);
   const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
-  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(),
-                       _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ));
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY),
-                       _mm256_cmp_ps(x, _mm256_set1_ps(88.72283f), _CMP_GT_OQ));
+  __m256 y = _mm256_mul_ps(_mm256_mul_ps(j, s1), s2);
+  const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 far = _mm256_cmp_ps(abs_n, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+  const __m256 big = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), _mm256_setzero_ps(),
+                                      _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ));
+  y = _mm256_blendv_ps(y, big, far);
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 

@@ -2,8 +2,8 @@
 //
 // The mask row is i1 (broadcast over dims 2 and 3). The maximum is subtracted before exp so
 // nothing overflows; -inf entries give exactly 0; the sum is kept in double and its inverse
-// applied in f32, as llama.cpp does. A row whose every entry is -inf has no defined softmax;
-// it comes out as zeros rather than NaNs.
+// applied in f32, as llama.cpp does (see exp_row for the order of the sum). A row whose every entry
+// is -inf has no defined softmax; it comes out as zeros rather than NaNs.
 #include <cmath>
 #include <cstring>
 
@@ -19,26 +19,30 @@ inline float load_f32(const uint8_t* p) {
   return v;
 }
 
-// y[i] = e^(y[i] - max) in place over a dense row, returning the sum in double. The tail goes
-// through the vector code too, so equal inputs give equal outputs anywhere in the row.
+// y[i] = e^(y[i] - max) in place over a dense row, returning the sum in double. The row is
+// taken in chunks of 16: each chunk's exponentials are summed in f32 in a fixed tree order and
+// the chunk sums added in double, which is how llama.cpp's AVX-512 build sums (it pads the
+// attention row to a multiple of 32 with masked cells, whose 0s change no sum; a short last
+// chunk here is padded with 0s the same way).
 double exp_row(float* y, int64_t n, float max) {
   double sum = 0.0;
 #if defined(STRATA_CPU_AVX2)
   const __m256 vmax = _mm256_set1_ps(max);
-  for (int64_t i = 0; i < n; i += 8) {
-    const int64_t cnt = n - i < 8 ? n - i : 8;
-    float buf[8] = {};
+  for (int64_t i = 0; i < n; i += 16) {
+    const int64_t cnt = n - i < 16 ? n - i : 16;
+    alignas(32) float buf[16];
     float* p = y + i;
-    if (cnt < 8) {
+    if (cnt < 16) {
       std::memcpy(buf, y + i, static_cast<size_t>(cnt) * sizeof(float));
+      for (int64_t j = cnt; j < 16; ++j) buf[j] = -INFINITY;
       p = buf;
     }
-    const __m256 e = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
-    _mm256_storeu_ps(p, e);
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, e);
-    for (int64_t j = 0; j < cnt; ++j) sum += lanes[j];
-    if (cnt < 8) std::memcpy(y + i, buf, static_cast<size_t>(cnt) * sizeof(float));
+    const __m256 lo = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
+    const __m256 hi = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p + 8), vmax));
+    _mm256_storeu_ps(p, lo);
+    _mm256_storeu_ps(p + 8, hi);
+    sum += static_cast<double>(simd::hsum16(lo, hi));
+    if (cnt < 16) std::memcpy(y + i, buf, static_cast<size_t>(cnt) * sizeof(float));
   }
 #else
   for (int64_t i = 0; i < n; ++i) {
