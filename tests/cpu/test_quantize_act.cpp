@@ -1,4 +1,4 @@
-// The vectorised activation quantizers against core's reference quantizers, byte for byte, and
+// The vectorised activation quantizers against their scalar definitions, byte for byte, and
 // the packed layout's independence from how a row is split into pieces.
 #include <gtest/gtest.h>
 
@@ -70,14 +70,15 @@ std::vector<float> test_rows(int64_t block, int64_t blocks, uint32_t seed) {
   return v;
 }
 
-void expect_same_as_reference(Type type, void (*fast)(const float*, void*, int64_t)) {
+void expect_same_as(Type type, void (*reference)(const float*, void*, int64_t),
+                    void (*fast)(const float*, void*, int64_t)) {
   const int64_t block = core::block_size(type);
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     const int64_t blocks = 200;
     const std::vector<float> x = test_rows(block, blocks, seed);
     const size_t bytes = core::row_size(type, block * blocks);
     std::vector<uint8_t> want(bytes, 0xcd), got(bytes, 0x5a);
-    core::traits(type).from_float(x.data(), want.data(), block * blocks);
+    reference(x.data(), want.data(), block * blocks);
     fast(x.data(), got.data(), block * blocks);
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t off = static_cast<size_t>(b) * core::type_size(type);
@@ -87,12 +88,35 @@ void expect_same_as_reference(Type type, void (*fast)(const float*, void*, int64
   }
 }
 
-TEST(QuantizeAct, Q8_0MatchesCoreReferenceBitForBit) {
-  expect_same_as_reference(Type::kQ8_0, quantize_q8_0);
+// llama.cpp's activation rounding (127 / amax, ties to even), written out plainly.
+void q8_0_activation_reference(const float* x, void* dst, int64_t n) {
+  auto* b = static_cast<core::BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / 32; ++i) q8_0_block_portable(x + 32 * i, b[i]);
+}
+
+TEST(QuantizeAct, Q8_0MatchesScalarActivationQuantizerBitForBit) {
+  expect_same_as(Type::kQ8_0, q8_0_activation_reference, quantize_q8_0);
+}
+
+// Differs from the weight quantizer only in rounding: never by more than one level.
+TEST(QuantizeAct, Q8_0ActivationsWithinOneLevelOfWeightQuantizer) {
+  const std::vector<float> x = test_rows(32, 200, 3);
+  std::vector<core::BlockQ8_0> a(200), w(200);
+  quantize_q8_0(x.data(), a.data(), 32 * 200);
+  core::traits(Type::kQ8_0).from_float(x.data(), w.data(), 32 * 200);
+  int differing = 0;
+  for (size_t b = 0; b < a.size(); ++b) {
+    EXPECT_EQ(a[b].d.bits, w[b].d.bits);
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_LE(std::abs(a[b].qs[j] - w[b].qs[j]), 1) << b << " " << j;
+      differing += a[b].qs[j] != w[b].qs[j];
+    }
+  }
+  EXPECT_GT(differing, 0);  // ties exist in the rows: the two roundings do differ
 }
 
 TEST(QuantizeAct, Q8_KMatchesCoreReferenceBitForBit) {
-  expect_same_as_reference(Type::kQ8_K, quantize_q8_k);
+  expect_same_as(Type::kQ8_K, core::traits(Type::kQ8_K).from_float, quantize_q8_k);
 }
 
 // mul_mat packs a row in pieces when there are fewer rows than threads.

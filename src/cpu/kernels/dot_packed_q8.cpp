@@ -1,9 +1,10 @@
-// Packed AVX-512 VNNI kernels for q4_0 and q8_0 weights with q8_0 activations.
+// Packed AVX-512 VNNI kernel for q4_0 weights with q8_0 activations (q8_0 weights have their
+// own, in llama.cpp's summation order: dot_packed_q8_0.cpp).
 //
 // Rows are walked in groups of four 32-element blocks. In a group every int32 lane l holds the
 // products of 8 elements of block l / 4: elements 4 (l % 4) .. + 3 from the "lo" vector and the
 // same 16 further on from the "hi" vector. vpdpbusd wants unsigned weights, so they are taken
-// as u = q + offset (q4_0: the nibble itself, offset 8; q8_0: q ^ 0x80, offset 128) and the
+// as u = q + offset (the nibble itself, offset 8) and the
 // packed activations carry -offset * (sum of each lane's 8 activations) as the initial lane
 // value: each lane is the exact integer dot product of its 8 pairs (|lane| < 2^19).
 //
@@ -47,7 +48,7 @@ size_t act_row_bytes(int64_t k) {
   return static_cast<size_t>(k / kGroup) * sizeof(ActGroup);
 }
 
-// Rounds each group with core's q8_0 quantizer (blocks are independent), then reorders. A
+// Rounds each group with the q8_0 activation quantizer (blocks are independent), then reorders. A
 // lane's correction is the sum of its 8 activations: vpdpbusd with unit weights, exact.
 template <int Offset>
 void pack(const float* src, uint8_t* dst, int64_t k) {
@@ -88,8 +89,7 @@ constexpr Index64 q4_qs_index() {
 }
 constexpr Index64 kQ4Qs = q4_qs_index();
 
-// Word i (of the low 16) picks the f16 scale of block i / 4, from words 0, 9, 18, 27 (q4_0)
-// or from words 0, 17 of the first 64 bytes and 2, 19 of the next 64 (q8_0).
+// Word i (of the low 16) picks the f16 scale of block i / 4, from words 0, 9, 18, 27.
 constexpr Index64 scale_index(int w0, int w1, int w2, int w3) {
   Index64 x{};
   const int words[4] = {w0, w1, w2, w3};
@@ -100,7 +100,6 @@ constexpr Index64 scale_index(int w0, int w1, int w2, int w3) {
   return x;
 }
 constexpr Index64 kQ4Scales = scale_index(0, 9, 18, 27);
-constexpr Index64 kQ8Scales = scale_index(0, 17, 32 + 2, 32 + 19);
 
 inline __m512i load_index(const Index64& x) {
   return _mm512_load_si512(x.v);
@@ -117,28 +116,6 @@ struct Q4Group {
     lo = _mm512_and_si512(qs, low4);
     hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
     const __m512i words = _mm512_permutexvar_epi16(load_index(kQ4Scales), a);
-    d = _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, words, 0));
-  }
-};
-
-struct Q8Group {
-  static constexpr size_t kBytes = 4 * sizeof(BlockQ8_0);
-  static __m512i pair(const uint8_t* first, const uint8_t* second) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first));
-    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second));
-    return _mm512_maskz_inserti64x4(0xff, simd::broadcast256(x), y, 1);
-  }
-  [[gnu::always_inline]] static void load(const uint8_t* p, __m512i& lo, __m512i& hi, __m512& d) {
-    constexpr size_t kB = sizeof(BlockQ8_0);
-    const __m512i p01 = pair(p + 2, p + kB + 2);
-    const __m512i p23 = pair(p + 2 * kB + 2, p + 3 * kB + 2);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    lo =
-        _mm512_xor_si512(_mm512_maskz_shuffle_i64x2(0xff, p01, p23, _MM_SHUFFLE(2, 0, 2, 0)), flip);
-    hi =
-        _mm512_xor_si512(_mm512_maskz_shuffle_i64x2(0xff, p01, p23, _MM_SHUFFLE(3, 1, 3, 1)), flip);
-    const __m512i words = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), load_index(kQ8Scales),
-                                                    _mm512_loadu_si512(p + 64));
     d = _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, words, 0));
   }
 };
@@ -196,8 +173,6 @@ constexpr int kMaxA = 4;
 
 const PackedDot kPackedQ4_0 = {
     kMaxW, kMaxA, kGroup, act_row_bytes, pack<8>, tile_dispatch<GroupDot<Q4Group>, kMaxW, kMaxA>};
-const PackedDot kPackedQ8_0 = {
-    kMaxW, kMaxA, kGroup, act_row_bytes, pack<128>, tile_dispatch<GroupDot<Q8Group>, kMaxW, kMaxA>};
 
 #endif  // STRATA_CPU_PACKED_Q8
 
@@ -207,7 +182,6 @@ const PackedDot* packed_dot_q8(core::Type weight_type, int64_t k) {
 #if defined(STRATA_CPU_PACKED_Q8)
   if (k % kGroup != 0) return nullptr;
   if (weight_type == core::Type::kQ4_0) return &kPackedQ4_0;
-  if (weight_type == core::Type::kQ8_0) return &kPackedQ8_0;
 #else
   (void)weight_type;
   (void)k;

@@ -1,8 +1,12 @@
-// Both quantizers follow the reference's arithmetic step by step: the block scale is computed
-// in scalar code exactly as the reference writes it, and every element sees one product and
-// one rounding, so only how many elements go per instruction changes.
+// Activation quantizers. q8_k follows core's reference step by step. q8_0 is llama.cpp's
+// activation quantizer (its x86 one, not its reference): the multiplier is 127 / amax rather
+// than 1 / (amax / 127) and ties round to even, which flips a few levels against the reference;
+// matching it keeps our logits equal to llama.cpp's. Each element sees one product and one
+// rounding either way, so only how many elements go per instruction changes.
 #include "cpu/kernels/quantize_act.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/blocks.h"
@@ -35,16 +39,6 @@ inline __m256 nan_to_zero(__m256 v) {
   return _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
 }
 
-// roundf on values already clamped to an integer range: the integer part plus one step away
-// from zero when the dropped fraction is at least 1/2 (p - trunc(p) is exact here).
-inline __m256i round_half_away(__m256 p) {
-  const __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 frac = abs_ps(_mm256_sub_ps(p, t));
-  const __m256 step = _mm256_or_ps(_mm256_and_ps(p, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
-  const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
-  return _mm256_cvtps_epi32(_mm256_add_ps(t, up));
-}
-
 // Sum of the 8 int32 lanes (exact).
 inline int32_t hsum_epi32(__m256i v) {
   const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -69,16 +63,15 @@ void q8_0_block(const float* x, BlockQ8_0& b) {
     m = max_abs(m, v[i]);
   }
   const float amax = simd::hmax(m);
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  b.d = core::float_to_half(d);
-  const __m256 vid = _mm256_set1_ps(id);
+  b.d = core::float_to_half(amax / 127.0f);
+  const __m256 vid = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
   const __m256 lo = _mm256_set1_ps(-127.0f);
   const __m256 hi = _mm256_set1_ps(127.0f);
   __m256i q[4];
   for (int i = 0; i < 4; ++i) {
     const __m256 p = nan_to_zero(_mm256_mul_ps(v[i], vid));
-    q[i] = round_half_away(_mm256_min_ps(_mm256_max_ps(p, lo), hi));
+    // Clamped to integers, ties to even under the default rounding mode.
+    q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(p, lo), hi));
   }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs), pack_bytes(q[0], q[1], q[2], q[3]));
 }
@@ -125,12 +118,26 @@ void q8_k_block(const float* x, BlockQ8_K& b) {
 }  // namespace
 
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
-#if defined(STRATA_CPU_AVX2)
   auto* b = static_cast<BlockQ8_0*>(dst);
-  for (int64_t i = 0; i < n / core::kQK8_0; ++i) q8_0_block(src + i * core::kQK8_0, b[i]);
+  for (int64_t i = 0; i < n / core::kQK8_0; ++i) {
+#if defined(STRATA_CPU_AVX2)
+    q8_0_block(src + i * core::kQK8_0, b[i]);
 #else
-  core::traits(core::Type::kQ8_0).from_float(src, dst, n);
+    q8_0_block_portable(src + i * core::kQK8_0, b[i]);
 #endif
+  }
+}
+
+void q8_0_block_portable(const float* x, core::BlockQ8_0& b) {
+  float amax = 0.0f;
+  for (int j = 0; j < core::kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+  b.d = core::float_to_half(amax / 127.0f);
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  for (int j = 0; j < core::kQK8_0; ++j) {
+    float p = x[j] * id;
+    if (std::isnan(p)) p = 0.0f;
+    b.qs[j] = static_cast<int8_t>(std::nearbyint(std::clamp(p, -127.0f, 127.0f)));
+  }
 }
 
 void quantize_q8_k(const float* src, void* dst, int64_t n) {
