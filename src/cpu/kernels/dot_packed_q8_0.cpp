@@ -71,70 +71,119 @@ inline __m512 pair_f(const float* lo, const float* hi) {
 // Bytes ahead of the block being read, per weight row (as the other decode kernels).
 constexpr size_t kPrefetch = 1536;
 
+// The weight block's levels as unsigned bytes (q + 128) and its scale's bits.
+struct WeightBlock {
+  __m256i u;
+  __m128i dbits;  ///< the f16 scale in all eight words
+};
+
+[[gnu::always_inline]] inline WeightBlock load_weight(const uint8_t* row, int64_t b) {
+  const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
+  // Each weight row is its own stream; prefetching ahead keeps enough lines in flight for
+  // decode to read the rows at memory speed. Two blocks span 68 bytes: two prefetches every
+  // other block reach every line.
+  if (b % 2 == 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetch, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetch + 64, _MM_HINT_T0);
+  }
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  return {_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)), flip),
+          _mm_set1_epi16(static_cast<int16_t>(blk->d.bits))};
+}
+
+inline float hsum_half(__m512 v, int half) {
+  return simd::hsum(half == 0 ? _mm512_maskz_extractf32x8_ps(0xff, v, 0)
+                              : _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+}
+
 struct LaneDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
-    constexpr int kPairs = NA / 2;
-    constexpr bool kLone = NA % 2 == 1;  // the last row alone, in 256-bit registers
+    if constexpr (NA >= 2) pairs_of_act_rows<NW, NA / 2>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+    if constexpr (NA % 2 == 1) {
+      const int c = NA - 1;
+      lone_act_row<NW>(k, w, ldw, a + c * lda, out + c * ldo_a, ldo_w);
+    }
+  }
+
+  // Two activation rows per register, every weight row against each pair (prefill).
+  template <int NW, int kPairs>
+  static void pairs_of_act_rows(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a,
+                                size_t lda, float* out, int64_t ldo_w, int64_t ldo_a) {
     const int64_t blocks = k / kQK8_0;
-    __m512 acc[NW][kPairs > 0 ? kPairs : 1];
-    __m256 lone[NW];
+    __m512 acc[NW][kPairs];
     for (int r = 0; r < NW; ++r) {
       for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
-      lone[r] = _mm256_setzero_ps();
     }
-    const auto act = [&](int c, int64_t b) {
-      return reinterpret_cast<const LaneBlock*>(a + c * lda) + b;
-    };
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     for (int64_t b = 0; b < blocks; ++b) {
-      __m512i aq[kPairs > 0 ? kPairs : 1], ac[kPairs > 0 ? kPairs : 1];
-      __m512 ad[kPairs > 0 ? kPairs : 1];
+      __m512i aq[kPairs], ac[kPairs];
+      __m512 ad[kPairs];
       for (int p = 0; p < kPairs; ++p) {
-        const LaneBlock* x = act(2 * p, b);
-        const LaneBlock* y = act(2 * p + 1, b);
+        const LaneBlock* x = reinterpret_cast<const LaneBlock*>(a + 2 * p * lda) + b;
+        const LaneBlock* y = reinterpret_cast<const LaneBlock*>(a + (2 * p + 1) * lda) + b;
         aq[p] = pair_i(x->qs, y->qs);
         ac[p] = pair_i(x->corr, y->corr);
         ad[p] = pair_f(x->d, y->d);
       }
       for (int r = 0; r < NW; ++r) {
-        const auto* blk = reinterpret_cast<const BlockQ8_0*>(w + r * ldw) + b;
-        // Two blocks are 68 bytes: one prefetch per pair of blocks covers nearly every line
-        // (the hardware prefetcher fills the rest); one per block costs load slots.
-        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetch, _MM_HINT_T0);
-        const __m256i u =
-            _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)), flip);
-        const __m256i dbits = _mm256_set1_epi16(static_cast<int16_t>(blk->d.bits));
-        if constexpr (kPairs > 0) {
-          const __m512i uu = simd::broadcast256(u);
-          const __m512 vdw = _mm512_maskz_cvtph_ps(0xffff, dbits);
-          for (int p = 0; p < kPairs; ++p) {
-            const __m512i i = _mm512_dpbusd_epi32(ac[p], uu, aq[p]);
-            const __m512 s = _mm512_mul_ps(vdw, ad[p]);
-            acc[r][p] = _mm512_fmadd_ps(s, _mm512_maskz_cvtepi32_ps(0xffff, i), acc[r][p]);
-          }
-        }
-        if constexpr (kLone) {
-          const LaneBlock* x = act(NA - 1, b);
-          const __m256i i =
-              _mm256_dpbusd_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(x->corr)), u,
-                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(x->qs)));
-          const __m256 s =
-              _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dbits)), _mm256_load_ps(x->d));
-          lone[r] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(i), lone[r]);
+        const WeightBlock wb = load_weight(w + r * ldw, b);
+        const __m512i uu = simd::broadcast256(wb.u);
+        const __m512 vdw = _mm512_maskz_cvtph_ps(0xffff, _mm256_broadcastsi128_si256(wb.dbits));
+        for (int p = 0; p < kPairs; ++p) {
+          const __m512i i = _mm512_dpbusd_epi32(ac[p], uu, aq[p]);
+          const __m512 s = _mm512_mul_ps(vdw, ad[p]);
+          acc[r][p] = _mm512_fmadd_ps(s, _mm512_maskz_cvtepi32_ps(0xffff, i), acc[r][p]);
         }
       }
     }
     for (int r = 0; r < NW; ++r) {
       for (int p = 0; p < kPairs; ++p) {
-        out[r * ldo_w + 2 * p * ldo_a] =
-            simd::hsum(_mm512_maskz_extractf32x8_ps(0xff, acc[r][p], 0));
-        out[r * ldo_w + (2 * p + 1) * ldo_a] =
-            simd::hsum(_mm512_maskz_extractf32x8_ps(0xff, acc[r][p], 1));
+        out[r * ldo_w + 2 * p * ldo_a] = hsum_half(acc[r][p], 0);
+        out[r * ldo_w + (2 * p + 1) * ldo_a] = hsum_half(acc[r][p], 1);
       }
-      if constexpr (kLone) out[r * ldo_w + (NA - 1) * ldo_a] = simd::hsum(lone[r]);
     }
+  }
+
+  // One activation row: two weight rows per register instead (decode), an odd last weight row
+  // in 256-bit registers.
+  template <int NW>
+  static void lone_act_row(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, float* out,
+                           int64_t ldo_w) {
+    constexpr int kRowPairs = NW / 2;
+    const int64_t blocks = k / kQK8_0;
+    __m512 acc[kRowPairs > 0 ? kRowPairs : 1];
+    __m256 odd = _mm256_setzero_ps();
+    for (int p = 0; p < kRowPairs; ++p) acc[p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const LaneBlock* x = reinterpret_cast<const LaneBlock*>(a) + b;
+      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->qs));
+      const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->corr));
+      const __m256 d = _mm256_load_ps(x->d);
+      for (int p = 0; p < kRowPairs; ++p) {
+        const WeightBlock lo = load_weight(w + 2 * p * ldw, b);
+        const WeightBlock hi = load_weight(w + (2 * p + 1) * ldw, b);
+        const __m512i u = _mm512_maskz_inserti64x4(0xff, simd::broadcast256(lo.u), hi.u, 1);
+        const __m256i dbits =
+            _mm256_inserti128_si256(_mm256_castsi128_si256(lo.dbits), hi.dbits, 1);
+        const __m512 s =
+            _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xffff, dbits),
+                          _mm512_castsi512_ps(simd::broadcast256(_mm256_castps_si256(d))));
+        const __m512i i = _mm512_dpbusd_epi32(simd::broadcast256(corr), u, simd::broadcast256(q));
+        acc[p] = _mm512_fmadd_ps(s, _mm512_maskz_cvtepi32_ps(0xffff, i), acc[p]);
+      }
+      if constexpr (NW % 2 == 1) {
+        const WeightBlock wb = load_weight(w + (NW - 1) * ldw, b);
+        const __m256i i = _mm256_dpbusd_epi32(corr, wb.u, q);
+        const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(wb.dbits), d);
+        odd = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(i), odd);
+      }
+    }
+    for (int p = 0; p < kRowPairs; ++p) {
+      out[2 * p * ldo_w] = hsum_half(acc[p], 0);
+      out[(2 * p + 1) * ldo_w] = hsum_half(acc[p], 1);
+    }
+    if constexpr (NW % 2 == 1) out[(NW - 1) * ldo_w] = simd::hsum(odd);
   }
 };
 
