@@ -96,6 +96,53 @@ inline float hsum_half(__m512 v, int half) {
                               : _mm512_maskz_extractf32x8_ps(0xff, v, 1));
 }
 
+struct Index64 {
+  alignas(64) uint8_t v[64];
+};
+
+inline __m512i load_index(const Index64& x) {
+  return _mm512_load_si512(x.v);
+}
+
+// Four consecutive weight blocks (136 bytes at p) are read as three 64-byte loads: lo = p,
+// mid = p + 64, hi = p + 72 (ending exactly at the group's end). Blocks 0 and 1 sit in lo and
+// mid, blocks 2 and 3 in mid and hi; vpermt2b gathers each pair's quants into one register,
+// block after block. Byte indices 64.. select from the second source.
+constexpr Index64 pair_qs_index(int first_block, int base, int second_base) {
+  Index64 x{};
+  for (int j = 0; j < 2; ++j) {
+    for (int e = 0; e < 32; ++e) {
+      const int byte = 34 * (first_block + j) + 2 + e;  // offset from p
+      const int in_first = byte - base;
+      x.v[32 * j + e] = static_cast<uint8_t>(
+          in_first < 64 && in_first >= 0 ? in_first : 64 + (byte - second_base));
+    }
+  }
+  return x;
+}
+constexpr Index64 kQs01 = pair_qs_index(0, 0, 64);
+constexpr Index64 kQs23 = pair_qs_index(2, 64, 72);
+
+// The four f16 scales (bytes 0, 34, 68, 102 from p: words 0 and 17 of lo, 2 and 19 of mid),
+// each repeated eight times.
+constexpr Index64 scale_index() {
+  Index64 x{};
+  const int words[4] = {0, 17, 32 + 2, 32 + 19};
+  for (int i = 0; i < 32; ++i) {
+    x.v[2 * i] = static_cast<uint8_t>(words[i / 8]);
+    x.v[2 * i + 1] = 0;
+  }
+  return x;
+}
+constexpr Index64 kScales = scale_index();
+
+inline __m256 low8(__m512 v) {
+  return _mm512_maskz_extractf32x8_ps(0xff, v, 0);
+}
+inline __m256 high8(__m512 v) {
+  return _mm512_maskz_extractf32x8_ps(0xff, v, 1);
+}
+
 struct LaneDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
@@ -145,45 +192,60 @@ struct LaneDot {
     }
   }
 
-  // One activation row: two weight rows per register instead (decode), an odd last weight row
-  // in 256-bit registers.
+  // One activation row (decode): each weight row is read four blocks (136 bytes) at a time
+  // with 64-byte loads, as a stream; the four blocks' lanes are added in order.
   template <int NW>
   static void lone_act_row(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, float* out,
                            int64_t ldo_w) {
-    constexpr int kRowPairs = NW / 2;
     const int64_t blocks = k / kQK8_0;
-    __m512 acc[kRowPairs > 0 ? kRowPairs : 1];
-    __m256 odd = _mm256_setzero_ps();
-    for (int p = 0; p < kRowPairs; ++p) acc[p] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      const LaneBlock* x = reinterpret_cast<const LaneBlock*>(a) + b;
-      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->qs));
-      const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x->corr));
-      const __m256 d = _mm256_load_ps(x->d);
-      for (int p = 0; p < kRowPairs; ++p) {
-        const WeightBlock lo = load_weight(w + 2 * p * ldw, b);
-        const WeightBlock hi = load_weight(w + (2 * p + 1) * ldw, b);
-        const __m512i u = _mm512_maskz_inserti64x4(0xff, simd::broadcast256(lo.u), hi.u, 1);
-        const __m256i dbits =
-            _mm256_inserti128_si256(_mm256_castsi128_si256(lo.dbits), hi.dbits, 1);
-        const __m512 s =
-            _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xffff, dbits),
-                          _mm512_castsi512_ps(simd::broadcast256(_mm256_castps_si256(d))));
-        const __m512i i = _mm512_dpbusd_epi32(simd::broadcast256(corr), u, simd::broadcast256(q));
-        acc[p] = _mm512_fmadd_ps(s, _mm512_maskz_cvtepi32_ps(0xffff, i), acc[p]);
+    const int64_t grouped = blocks / 4 * 4;
+    __m256 acc[NW];
+    for (int r = 0; r < NW; ++r) acc[r] = _mm256_setzero_ps();
+    const auto* x = reinterpret_cast<const LaneBlock*>(a);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int64_t b = 0; b < grouped; b += 4) {
+      const __m512i q01 = pair_i(x[b].qs, x[b + 1].qs);
+      const __m512i q23 = pair_i(x[b + 2].qs, x[b + 3].qs);
+      const __m512i c01 = pair_i(x[b].corr, x[b + 1].corr);
+      const __m512i c23 = pair_i(x[b + 2].corr, x[b + 3].corr);
+      const __m512 d01 = pair_f(x[b].d, x[b + 1].d);
+      const __m512 d23 = pair_f(x[b + 2].d, x[b + 3].d);
+      for (int r = 0; r < NW; ++r) {
+        const uint8_t* p = w + r * ldw + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetch, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetch + 64, _MM_HINT_T0);
+        const __m512i lo = _mm512_loadu_si512(p);
+        const __m512i mid = _mm512_loadu_si512(p + 64);
+        const __m512i hi = _mm512_loadu_si512(p + 72);
+        const __m512i u01 =
+            _mm512_xor_si512(_mm512_permutex2var_epi8(lo, load_index(kQs01), mid), flip);
+        const __m512i u23 =
+            _mm512_xor_si512(_mm512_permutex2var_epi8(mid, load_index(kQs23), hi), flip);
+        const __m512i dw = _mm512_permutex2var_epi16(lo, load_index(kScales), mid);
+        const __m512 s01 = _mm512_mul_ps(
+            _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, dw, 0)), d01);
+        const __m512 s23 = _mm512_mul_ps(
+            _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, dw, 1)), d23);
+        const __m512 f01 = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_dpbusd_epi32(c01, u01, q01));
+        const __m512 f23 = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_dpbusd_epi32(c23, u23, q23));
+        acc[r] = _mm256_fmadd_ps(low8(s01), low8(f01), acc[r]);
+        acc[r] = _mm256_fmadd_ps(high8(s01), high8(f01), acc[r]);
+        acc[r] = _mm256_fmadd_ps(low8(s23), low8(f23), acc[r]);
+        acc[r] = _mm256_fmadd_ps(high8(s23), high8(f23), acc[r]);
       }
-      if constexpr (NW % 2 == 1) {
-        const WeightBlock wb = load_weight(w + (NW - 1) * ldw, b);
+    }
+    for (int64_t b = grouped; b < blocks; ++b) {
+      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+      const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b].corr));
+      const __m256 d = _mm256_load_ps(x[b].d);
+      for (int r = 0; r < NW; ++r) {
+        const WeightBlock wb = load_weight(w + r * ldw, b);
         const __m256i i = _mm256_dpbusd_epi32(corr, wb.u, q);
         const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(wb.dbits), d);
-        odd = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(i), odd);
+        acc[r] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(i), acc[r]);
       }
     }
-    for (int p = 0; p < kRowPairs; ++p) {
-      out[2 * p * ldo_w] = hsum_half(acc[p], 0);
-      out[(2 * p + 1) * ldo_w] = hsum_half(acc[p], 1);
-    }
-    if constexpr (NW % 2 == 1) out[(NW - 1) * ldo_w] = simd::hsum(odd);
+    for (int r = 0; r < NW; ++r) out[r * ldo_w] = simd::hsum(acc[r]);
   }
 };
 
