@@ -118,6 +118,15 @@ void register_all() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }
+  // A whole prefill micro-batch (512 tokens) through an FFN projection, for the K-quant types
+  // whose packed kernels are tiled for it.
+  for (const auto& [name, type] : {std::pair{"q4_k", Type::kQ4_K}, std::pair{"q5_k", Type::kQ5_K},
+                                   std::pair{"q6_k", Type::kQ6_K}}) {
+    benchmark::RegisterBenchmark((std::string("MulMatPrefill/") + name).c_str(), BM_MulMat, type)
+        ->Args({2048, 5632, 512})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
   benchmark::RegisterBenchmark("RmsNorm", BM_RmsNorm)->Args({2048, 64})->UseRealTime();
   benchmark::RegisterBenchmark("SoftMax", BM_SoftMax)->Args({1024, 16})->UseRealTime();
 }

@@ -4,6 +4,7 @@ namespace strata::cpu {
 
 const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
   if (const PackedDot* p = packed_dot_q8_0(weight_type, k)) return p;
+  if (const PackedDot* p = packed_dot_k(weight_type, k)) return p;
   return packed_dot_q8(weight_type, k);
 }
 

@@ -3,10 +3,10 @@
 //
 // Every helper returns exact integer results (its operands are bounded so nothing saturates),
 // and the VNNI and AVX2 forms of a helper fill the same lanes, so they never change a kernel's
-// output. The 512-bit K-quant paths (STRATA_CPU_AVX512) are another matter: they group the
-// products into lanes differently, so their f32 sums round differently from an AVX2-only
-// build's (both within the reference's tolerance; each build is bit-identical with itself
-// for every thread count and tile shape).
+// output. The 512-bit q2_k and q3_k paths (STRATA_CPU_AVX512) group the products into lanes
+// differently, so their f32 sums round differently from an AVX2-only build's (both within the
+// reference's tolerance; each build is bit-identical with itself for every thread count and
+// tile shape). q4_k, q5_k and q6_k round in llama.cpp's order on every path (dot_k_order.h).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,151 @@
+// The AVX-512 tile kernel for q6_k weights over packed activations (dot_k_packed.h), rounding as
+// llama.cpp does (dot_q6_k.cpp states the arithmetic; dot_k_order.h the rules).
+//
+// Weight rows are taken two at a time, one per 256-bit half of each register, as in
+// dot_packed_q4_q5_k.cpp. Levels are taken as signed w = u - 32 and the packed activations are
+// y + 128 as unsigned bytes, so vpmaddubsw needs no separate offset pass:
+// sum sc (y + 128) w = sum sc y w + 128 sum sc w, and the second sum depends on the weights
+// only, once per row pair. vpmaddubsw pairs stay within 2 * 255 * 32 < 2^15.
+#include <algorithm>
+
+#include "core/blocks.h"
+#include "cpu/kernels/dot_k_order.h"
+#include "cpu/kernels/dot_k_packed.h"
+#include "cpu/kernels/dot_tile.h"
+
+#if defined(STRATA_CPU_AVX512)
+
+namespace strata::cpu {
+namespace {
+
+using core::BlockQ6_K;
+using core::kQK_K;
+using kquant::PackedQ8K;
+
+// vpermw indices giving each 32-element group g its two scales: sc[2g] to the first 16
+// elements and sc[2g + 1] to the next 16, from row 0's scales (words 0-15) in the low half
+// and row 1's (words 16-31) in the high half.
+struct ScaleIndex {
+  alignas(64) uint16_t v[8][32];
+};
+constexpr ScaleIndex scale_index() {
+  ScaleIndex x{};
+  for (int g = 0; g < 8; ++g) {
+    for (int i = 0; i < 32; ++i) {
+      x.v[g][i] = static_cast<uint16_t>(16 * (i / 16) + 2 * g + i % 16 / 8);
+    }
+  }
+  return x;
+}
+constexpr ScaleIndex kScaleIndex = scale_index();
+
+struct PackedQ6K {
+  static constexpr int kMaxW = 4;
+  static constexpr int kMaxA = 4;
+
+  template <int NW, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
+                  int64_t ldo_w, int64_t ldo_a) {
+    constexpr int kPairs = (NW + 1) / 2;
+    const auto row = [&](int r) { return reinterpret_cast<const BlockQ6_K*>(w + r * ldw); };
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i top2 = _mm512_set1_epi8(0x30);
+    const __m512i offset = _mm512_set1_epi8(32);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    __m512 acc[kPairs][NA];
+    for (int p = 0; p < kPairs; ++p) {
+      for (int c = 0; c < NA; ++c) acc[p][c] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < k / kQK_K; ++b) {
+      const PackedQ8K* y[NA];
+      for (int c = 0; c < NA; ++c) y[c] = reinterpret_cast<const PackedQ8K*>(a + c * lda) + b;
+      const BlockQ6_K* x0[kPairs];
+      const BlockQ6_K* x1[kPairs];
+      __m512i scales[kPairs], weights_only[kPairs], isum[kPairs][NA];
+      __m512i ql[kPairs][2], qh[kPairs];
+      kquant::unroll<kPairs>([&](auto p_c) [[gnu::always_inline]] {
+        constexpr int kP = decltype(p_c)::value;
+        x0[kP] = row(2 * kP) + b;
+        x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
+        // 210-byte blocks: one prefetch per line.
+        for (int off = 0; off < 192; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes + off, _MM_HINT_T0);
+          if constexpr (2 * kP + 1 < NW) {
+            _mm_prefetch(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes + off, _MM_HINT_T0);
+          }
+        }
+        scales[kP] = _mm512_cvtepi8_epi16(
+            _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[kP]->scales)),
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[kP]->scales))));
+        weights_only[kP] = _mm512_setzero_si512();
+        for (int c = 0; c < NA; ++c) isum[kP][c] = _mm512_setzero_si512();
+      });
+      // Group g of 32 elements (half h, quarter q): nibbles in ql[64 h + 32 (q % 2)] (high ones
+      // for q >= 2), top bits at bits 2q of qh[32 h]. Its activations are loaded once for all
+      // pairs.
+      kquant::unroll<8>([&](auto g_c) [[gnu::always_inline]] {
+        constexpr int kG = decltype(g_c)::value;
+        constexpr int kH = kG / 4, kQ = kG % 4;
+        __m512i wq[kPairs], sc[kPairs];
+        kquant::unroll<kPairs>([&](auto p_c) [[gnu::always_inline]] {
+          constexpr int kP = decltype(p_c)::value;
+          // With few activations, registers are free to keep a half's ql and qh for its four
+          // groups; with more, reloading is cheaper than spilling.
+          for (int i = 0; i < 2; ++i) {
+            if (NA > 2 ? i == kQ % 2 : kQ == 0) {
+              const int off = 64 * kH + 32 * i;
+              ql[kP][i] = kquant::row_pair(x0[kP]->ql + off, x1[kP]->ql + off);
+            }
+          }
+          if constexpr (kQ == 0 || NA > 2) {
+            qh[kP] = kquant::row_pair(x0[kP]->qh + 32 * kH, x1[kP]->qh + 32 * kH);
+          }
+          const __m512i q = ql[kP][kQ % 2];
+          const __m512i nibble = _mm512_and_si512(kQ >= 2 ? _mm512_srli_epi16(q, 4) : q, low4);
+          const __m512i u =
+              _mm512_or_si512(nibble, _mm512_and_si512(simd::move_bit<2 * kQ, 4>(qh[kP]), top2));
+          wq[kP] = _mm512_sub_epi8(u, offset);
+          sc[kP] = _mm512_permutexvar_epi16(_mm512_load_si512(kScaleIndex.v[kG]), scales[kP]);
+          weights_only[kP] =
+              simd::madd_acc(weights_only[kP], simd::pairs_u8_i8(flip, wq[kP]), sc[kP]);
+        });
+        for (int c = 0; c < NA; ++c) {
+          const __m512i yq = kquant::both_halves(y[c]->qs + 32 * kG);
+          for (int p = 0; p < kPairs; ++p) {
+            isum[p][c] = simd::madd_acc(isum[p][c], simd::pairs_u8_i8(yq, wq[p]), sc[p]);
+          }
+        }
+      });
+      kquant::unroll<kPairs>([&](auto p_c) [[gnu::always_inline]] {
+        constexpr int kP = decltype(p_c)::value;
+        const __m512 d =
+            kquant::pair_ps(simd::half_to_float(x0[kP]->d), simd::half_to_float(x1[kP]->d));
+        for (int c = 0; c < NA; ++c) {
+          const __m512i lanes = _mm512_sub_epi32(isum[kP][c], weights_only[kP]);
+          acc[kP][c] = kquant::fma_pair(acc[kP][c], d, y[c]->d, lanes);
+        }
+      });
+    }
+    // Compile-time indices, so the accumulators stay registers rather than stack arrays.
+    kquant::unroll<NW>([&](auto r_c) [[gnu::always_inline]] {
+      constexpr int kR = decltype(r_c)::value;
+      kquant::unroll<NA>([&](auto c_c) [[gnu::always_inline]] {
+        constexpr int kC = decltype(c_c)::value;
+        out[kR * ldo_w + kC * ldo_a] = kquant::sum8_half(acc[kR / 2][kC], kR % 2);
+      });
+    });
+  }
+};
+
+}  // namespace
+
+const PackedDot kPackedQ6_K = {PackedQ6K::kMaxW,
+                               PackedQ6K::kMaxA,
+                               kQK_K,
+                               kquant::packed_q8k_row_bytes,
+                               kquant::pack_q8k<true>,
+                               tile_dispatch<PackedQ6K, PackedQ6K::kMaxW, PackedQ6K::kMaxA>};
+
+}  // namespace strata::cpu
+
+#endif  // STRATA_CPU_AVX512
