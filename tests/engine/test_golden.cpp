@@ -56,12 +56,12 @@ double rms_diff(std::span<const float> a, std::span<const float> b) {
 
 class GoldenF32 : public ::testing::TestWithParam<std::tuple<std::string, std::string, double>> {};
 
-// F32 weights: every prompt position close to llama.cpp. Both engines round K, V, Q and the
-// attention probabilities to f16 (llama.cpp's default KV cache), so a last-bit difference in a
-// score occasionally flips one f16 rounding; on stories260K's 129-token prompt that moves a few
-// isolated positions by up to ~4e-3 while the rest stay within 1e-4. The bound per case is
-// the 1e-3 where the flips do not occur, and 5e-3 on that one prompt (see the RMS
-// check, which stays far tighter).
+// F32 weights: every prompt position close to llama.cpp's, and bit-identical where a bound of
+// 0 is given. Our CPU kernels sum in llama.cpp's order (see cpu/kernels/dot_float.cpp), so on
+// synth256-f32 every logit is equal. On stories260K position 0 still differs in the last bit
+// or two (~2e-6, cause not found); both engines round K, V, Q and the attention probabilities
+// to f16 (llama.cpp's default KV cache), so such a difference occasionally flips one f16
+// rounding, and on the 129-token prompt that moves later positions by up to ~4e-3.
 TEST_P(GoldenF32, PromptLogitsMatch) {
   const auto& [name, prompt, max_bound] = GetParam();
   auto g = load_golden(name, prompt);
@@ -71,18 +71,22 @@ TEST_P(GoldenF32, PromptLogitsMatch) {
   EXPECT_EQ(l.model->tokenizer().encode(g->prompt, true), g->prompt_tokens);
   auto logits = prompt_logits(*l.session, g->prompt_tokens);
   ASSERT_EQ(logits.size(), g->logits.size());
+  if (max_bound == 0.0) {
+    EXPECT_EQ(logits, g->logits);
+    return;
+  }
   EXPECT_LT(max_abs_diff(logits, g->logits), max_bound);
   EXPECT_LT(rms_diff(logits, g->logits), 1e-3);
   // The first position has no attention mixing: it must agree to rounding noise.
   const auto n = static_cast<size_t>(g->n_vocab);
-  EXPECT_LT(max_abs_diff(std::span(logits).first(n), std::span(g->logits).first(n)), 1e-4);
+  EXPECT_LT(max_abs_diff(std::span(logits).first(n), std::span(g->logits).first(n)), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenF32,
                          ::testing::Values(std::make_tuple("stories260K", "once", 1e-3),
                                            std::make_tuple("stories260K", "park", 5e-3),
-                                           std::make_tuple("synth256-f32", "once", 1e-3),
-                                           std::make_tuple("synth256-f32", "park", 1e-3)));
+                                           std::make_tuple("synth256-f32", "once", 0.0),
+                                           std::make_tuple("synth256-f32", "park", 0.0)));
 
 // A trained F32 model must reproduce llama.cpp's greedy continuation token for token.
 TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
@@ -101,45 +105,50 @@ TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
   }
 }
 
-// Quantized and half-precision files. The criterion is an RMS difference from
-// llama.cpp's run of the same file below a tenth of that file's own quantization error (its RMS
-// difference from the F32 run). Measured: Q4_0 0.04, Q4_K 0.075, Q4_K_M 0.078 of it; F16 0.57,
-// BF16 0.41, Q8_0 0.40, Q6_K 0.28.
-// For the integer formats the first 8-44 positions agree to 1e-4, then a last-bit difference in an
-// attention score flips the rounding of one quantized activation and the difference persists
-// through the cache; for F16 and BF16 even position 0 differs by ~5e-4 (cause not found yet:
-// neither rounding nor not rounding activations to f16 reproduces llama.cpp). So this test checks
-// what proves the format right: our own quantization error (RMS against the F32 run) equals
-// llama.cpp's within 3%, the difference from llama.cpp's run of the same file stays below
-// 0.6 of the quantization error, and for the integer formats position 0 is exact.
-class GoldenTyped : public ::testing::TestWithParam<std::string> {};
+// Quantized and half-precision files: the criterion, an RMS difference from llama.cpp's
+// run of the same file below a tenth of that file's own quantization error (its RMS difference
+// from the F32 run). Where we sum in llama.cpp's order for every op the logits are equal bit for
+// bit (f16, bf16, q8_0). q4_0 and q4_k weights llama.cpp repacks into interleaved layouts
+// with their own summation order; those land within the criterion (measured 0.03 and 0.075).
+struct TypedCase {
+  std::string name;
+  bool exact;
+};
 
-TEST_P(GoldenTyped, QuantizationErrorMatchesLlamaCpp) {
-  const std::string name = GetParam();
-  auto g = load_golden(name, "park");
+class GoldenTyped : public ::testing::TestWithParam<TypedCase> {};
+
+TEST_P(GoldenTyped, WithinATenthOfTheQuantizationError) {
+  const TypedCase& c = GetParam();
+  auto g = load_golden(c.name, "park");
   auto ref = load_golden("synth256-f32", "park");
-  if (!g || !ref) GTEST_SKIP() << "golden files for " << name << " not found";
+  if (!g || !ref) GTEST_SKIP() << "golden files for " << c.name << " not found";
   Loaded l = load(g->model_path);
   ASSERT_TRUE(l.session);
   auto logits = prompt_logits(*l.session, g->prompt_tokens);
   ASSERT_EQ(logits.size(), g->logits.size());
   const double theirs = rms_diff(g->logits, ref->logits);
-  const double ours = rms_diff(logits, ref->logits);
   const double between = rms_diff(logits, g->logits);
   RecordProperty("rms_vs_same_type", std::to_string(between));
-  EXPECT_NEAR(ours, theirs, 0.03 * theirs);
-  EXPECT_LT(between, 0.6 * theirs);
-  // Integer formats (every q*): position 0, before any attention mixing, is exact.
-  if (name.find("-q") != std::string::npos) {
-    const auto n = static_cast<size_t>(g->n_vocab);
-    EXPECT_LT(max_abs_diff(std::span(logits).first(n), std::span(g->logits).first(n)), 1e-4);
+  RecordProperty("ratio", std::to_string(between / theirs));
+  EXPECT_LT(between, 0.1 * theirs);
+  // Our own quantization error equals llama.cpp's (the format is read right).
+  EXPECT_NEAR(rms_diff(logits, ref->logits), theirs, 0.03 * theirs);
+  if (c.exact) {
+    EXPECT_EQ(logits, g->logits);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, GoldenTyped,
-                         ::testing::Values("synth256-f16", "synth256-bf16", "synth256-q8_0",
-                                           "synth256-q4_0", "synth256-q4_k", "synth256-q6_k",
-                                           "synth256-q4_k_m"));
+std::string typed_case_name(const ::testing::TestParamInfo<TypedCase>& p) {
+  return p.param.name.substr(p.param.name.find('-') + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, GoldenTyped,
+    ::testing::Values(TypedCase{"synth256-f16", true}, TypedCase{"synth256-bf16", true},
+                      TypedCase{"synth256-q8_0", true}, TypedCase{"synth256-q4_0", false},
+                      TypedCase{"synth256-q4_k", false}, TypedCase{"synth256-q6_k", true},
+                      TypedCase{"synth256-q4_k_m", false}),
+    typed_case_name);
 
 }  // namespace
 }  // namespace strata::engine
