@@ -168,8 +168,11 @@ struct GroupDot {
   }
 };
 
-constexpr int kMaxW = 4;
-constexpr int kMaxA = 4;
+// 3 weight rows x 6 activation rows: 18 accumulators and 9 decoded weight registers fit the 32
+// of AVX-512 with room for temporaries (4 x 6 spills); measured ~5% faster prefill than 4 x 4,
+// ~3% slower decode.
+constexpr int kMaxW = 3;
+constexpr int kMaxA = 6;
 
 const PackedDot kPackedQ4_0 = {
     kMaxW, kMaxA, kGroup, act_row_bytes, pack<8>, tile_dispatch<GroupDot<Q4Group>, kMaxW, kMaxA>};

@@ -37,6 +37,15 @@ double exp_row(float* y, int64_t n, float max) {
       for (int64_t j = cnt; j < 16; ++j) buf[j] = -INFINITY;
       p = buf;
     }
+    // A chunk of masked cells only (the causal future of a prompt row) is all zeros and adds
+    // exactly 0 to the sum: skip the exponentials.
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    const int masked = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), ninf, _CMP_EQ_OQ)) &
+                       _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + 8), ninf, _CMP_EQ_OQ));
+    if (masked == 0xff) {
+      std::memset(y + i, 0, static_cast<size_t>(cnt) * sizeof(float));
+      continue;
+    }
     const __m256 lo = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
     const __m256 hi = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p + 8), vmax));
     _mm256_storeu_ps(p, lo);
