@@ -91,11 +91,6 @@ struct WeightBlock {
           _mm_set1_epi16(static_cast<int16_t>(blk->d.bits))};
 }
 
-inline float hsum_half(__m512 v, int half) {
-  return simd::hsum(half == 0 ? _mm512_maskz_extractf32x8_ps(0xff, v, 0)
-                              : _mm512_maskz_extractf32x8_ps(0xff, v, 1));
-}
-
 struct Index64 {
   alignas(64) uint8_t v[64];
 };
@@ -186,8 +181,8 @@ struct LaneDot {
     }
     for (int r = 0; r < NW; ++r) {
       for (int p = 0; p < kPairs; ++p) {
-        out[r * ldo_w + 2 * p * ldo_a] = hsum_half(acc[r][p], 0);
-        out[r * ldo_w + (2 * p + 1) * ldo_a] = hsum_half(acc[r][p], 1);
+        out[r * ldo_w + 2 * p * ldo_a] = simd::hsum(low8(acc[r][p]));
+        out[r * ldo_w + (2 * p + 1) * ldo_a] = simd::hsum(high8(acc[r][p]));
       }
     }
   }
