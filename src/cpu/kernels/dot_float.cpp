@@ -9,7 +9,7 @@
 //    2l + 1 then 2l of each step), as its BF16 GEMM does.
 //  - other k (its vector dot): 4 x 16 lanes over the first k & ~63 elements, the 4 vectors
 //    added (0+2, 1+3, then those two), the tree sum, then the remaining elements one at a time:
-//    f32 by fused multiply-add in f32, f16 and bf16 as exact products added in double.
+//    f32 products rounded and added in f32, f16 and bf16 as exact products added in double.
 // Both depend only on k and the two rows, as dot.h requires. Attention rows (k = cells) are
 // padded to a multiple of 32 cells by the engine, as llama.cpp pads its KV view.
 #include <cmath>
@@ -109,8 +109,7 @@ struct Lanes16 {
     return {_mm512_add_ps(a.v, b.v)};
   }
   float sum() const {
-    return simd::hsum16(_mm512_maskz_extractf32x8_ps(0xff, v, 0),
-                        _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+    return simd::hsum16(v);
   }
 #else
   __m256 lo, hi;
@@ -134,10 +133,7 @@ struct Lanes16 {
 };
 #endif
 
-// Portable stand-ins with the same rounding: an f32 fused multiply-add, and the 16-lane tree.
-inline float fma_f32(float a, float b, float c) {
-  return std::fma(a, b, c);
-}
+// The 16-lane tree in portable code (same order as simd::hsum16).
 [[maybe_unused]] float tree16(const float* lane) {
   float t8[8], t4[4];
   for (int i = 0; i < 8; ++i) t8[i] = lane[i] + lane[i + 8];
@@ -166,7 +162,7 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
       for (int j = 0; j < 4; ++j) {
         for (int l = 0; l < 16; ++l) {
           const int64_t e = i + 16 * j + l;
-          s[j][l] = fma_f32(Elem::at(w, e), Elem::at(a, e), s[j][l]);
+          s[j][l] = std::fma(Elem::at(w, e), Elem::at(a, e), s[j][l]);
         }
       }
     }
@@ -220,7 +216,7 @@ struct FloatDot {
       for (int c = 0; c < NA; ++c) {
         float lane[16] = {};
         for (int64_t j = 0; j < k; ++j) {
-          lane[j % 16] = fma_f32(Elem::at(w + r * ldw, j), Elem::at(a + c * lda, j), lane[j % 16]);
+          lane[j % 16] = std::fma(Elem::at(w + r * ldw, j), Elem::at(a + c * lda, j), lane[j % 16]);
         }
         out[r * ldo_w + c * ldo_a] = tree16(lane);
       }
@@ -255,8 +251,7 @@ struct BF16PairDot {
     }
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) {
-        out[r * ldo_w + c * ldo_a] = simd::hsum16(_mm512_maskz_extractf32x8_ps(0xff, acc[r][c], 0),
-                                                  _mm512_maskz_extractf32x8_ps(0xff, acc[r][c], 1));
+        out[r * ldo_w + c * ldo_a] = simd::hsum16(acc[r][c]);
       }
     }
   }

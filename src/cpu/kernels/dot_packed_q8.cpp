@@ -120,13 +120,6 @@ struct Q4Group {
   }
 };
 
-// GCC 12's unmasked forms trip -Wmaybe-uninitialized (see simd_int.h); the zero-masked ones
-// compile to the same instructions.
-inline float hsum(__m512 v) {
-  return simd::hsum(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, v, 0),
-                                  _mm512_maskz_extractf32x8_ps(0xff, v, 1)));
-}
-
 // Bytes ahead of the group being read, per row (tuned on a Zen 4 core).
 constexpr size_t kPrefetch = 1536;
 
@@ -163,7 +156,7 @@ struct GroupDot {
       }
     }
     for (int r = 0; r < NW; ++r) {
-      for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = hsum(acc[r][c]);
+      for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = simd::hsum16(acc[r][c]);
     }
   }
 };

@@ -53,6 +53,14 @@ inline float hsum16(__m256 lo, __m256 hi) {
   return hsum(_mm256_add_ps(lo, hi));
 }
 
+#if defined(__AVX512F__)
+/// The same sum of the 16 lanes of a 512-bit register.
+inline float hsum16(__m512 v) {
+  // Zero-masked extracts: GCC 12 flags the unmasked ones as maybe-uninitialized.
+  return hsum16(_mm512_maskz_extractf32x8_ps(0xff, v, 0), _mm512_maskz_extractf32x8_ps(0xff, v, 1));
+}
+#endif
+
 /// e^x per lane, within 1.5 ulp. Results below the smallest subnormal flush to 0, which is what
 /// -inf gives; x > 88.72 gives +inf; NaN stays NaN.
 ///
