@@ -54,16 +54,16 @@ double rms_diff(std::span<const float> a, std::span<const float> b) {
   return std::sqrt(s / static_cast<double>(a.size()));
 }
 
-class GoldenF32 : public ::testing::TestWithParam<std::tuple<std::string, std::string, double>> {};
+class GoldenF32 : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
-// F32 weights: every prompt position close to llama.cpp's, and bit-identical where a bound of
-// 0 is given. Our CPU kernels sum in llama.cpp's order (see cpu/kernels/dot_float.cpp), so on
-// synth256-f32 every logit is equal. On stories260K position 0 still differs in the last bit
-// or two (~2e-6, cause not found); both engines round K, V, Q and the attention probabilities
-// to f16 (llama.cpp's default KV cache), so such a difference occasionally flips one f16
-// rounding, and on the 129-token prompt that moves later positions by up to ~4e-3.
-TEST_P(GoldenF32, PromptLogitsMatch) {
-  const auto& [name, prompt, max_bound] = GetParam();
+// F32 weights: every prompt position equal to llama.cpp's, bit for bit (the issue asks for 1e-3).
+// Our CPU kernels sum in its order (see cpu/kernels/dot_float.cpp); stories260K's FFN width (172)
+// takes its vector-dot order, with the remainder split as its compiled loop splits it. Both
+// engines round K, V, Q and the attention probabilities to f16 (llama.cpp's default KV cache),
+// so a last-bit difference anywhere flips some f16 rounding and shows on the 129-token prompt as
+// ~1e-3; equality is the check that catches it.
+TEST_P(GoldenF32, PromptLogitsAreBitIdentical) {
+  const auto& [name, prompt] = GetParam();
   auto g = load_golden(name, prompt);
   if (!g) GTEST_SKIP() << "golden files for " << name << " not found";
   Loaded l = load(g->model_path);
@@ -71,22 +71,15 @@ TEST_P(GoldenF32, PromptLogitsMatch) {
   EXPECT_EQ(l.model->tokenizer().encode(g->prompt, true), g->prompt_tokens);
   auto logits = prompt_logits(*l.session, g->prompt_tokens);
   ASSERT_EQ(logits.size(), g->logits.size());
-  if (max_bound == 0.0) {
-    EXPECT_EQ(logits, g->logits);
-    return;
-  }
-  EXPECT_LT(max_abs_diff(logits, g->logits), max_bound);
-  EXPECT_LT(rms_diff(logits, g->logits), 1e-3);
-  // The first position has no attention mixing: it must agree to rounding noise.
-  const auto n = static_cast<size_t>(g->n_vocab);
-  EXPECT_LT(max_abs_diff(std::span(logits).first(n), std::span(g->logits).first(n)), 1e-5);
+  EXPECT_TRUE(logits == g->logits) << "max abs difference " << max_abs_diff(logits, g->logits)
+                                   << ", rms " << rms_diff(logits, g->logits);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenF32,
-                         ::testing::Values(std::make_tuple("stories260K", "once", 1e-3),
-                                           std::make_tuple("stories260K", "park", 5e-3),
-                                           std::make_tuple("synth256-f32", "once", 0.0),
-                                           std::make_tuple("synth256-f32", "park", 0.0)));
+                         ::testing::Values(std::make_tuple("stories260K", "once"),
+                                           std::make_tuple("stories260K", "park"),
+                                           std::make_tuple("synth256-f32", "once"),
+                                           std::make_tuple("synth256-f32", "park")));
 
 // A trained F32 model must reproduce llama.cpp's greedy continuation token for token.
 TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {

@@ -9,7 +9,8 @@
 //    2l + 1 then 2l of each step), as its BF16 GEMM does.
 //  - other k (its vector dot): 4 x 16 lanes over the first k & ~63 elements, the 4 vectors
 //    added (0+2, 1+3, then those two), the tree sum, then the remaining elements one at a time:
-//    f32 products rounded and added in f32, f16 and bf16 as exact products added in double.
+//    f32 products rounded and added in f32 (but fused for the last k % 8, as its compiled loop
+//    does), f16 and bf16 as exact products added in double.
 // Both depend only on k and the two rows, as dot.h requires. Attention rows (k = cells) are
 // padded to a multiple of 32 cells by the engine, as llama.cpp pads its KV view.
 #include <cmath>
@@ -176,8 +177,14 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
     for (int64_t i = np; i < k; ++i) sum += static_cast<double>(Elem::at(w, i) * Elem::at(a, i));
     return static_cast<float>(sum);
   } else {
+    // llama.cpp's compiled loop (GCC, AVX-512) keeps the order but splits the remainder: runs of
+    // 16, then one of 8, take products rounded to f32 and added one at a time; the last k % 8
+    // elements are fused multiply-adds.
     float sum = reduced;
-    for (int64_t i = np; i < k; ++i) sum += Elem::at(w, i) * Elem::at(a, i);
+    const int64_t unfused_end = np + ((k - np) & ~int64_t{7});
+    int64_t i = np;
+    for (; i < unfused_end; ++i) sum += Elem::at(w, i) * Elem::at(a, i);
+    for (; i < k; ++i) sum = std::fma(Elem::at(w, i), Elem::at(a, i), sum);
     return sum;
   }
 }
