@@ -10,11 +10,13 @@
 //  - other k (its vector dot): 4 x 16 lanes over the first k & ~63 elements, the 4 vectors
 //    added (0+2, 1+3, then those two), the tree sum, then the remaining elements one at a time:
 //    f32 products rounded and added in f32 (but fused for the last k % 8, as its compiled loop
-//    does), f16 and bf16 as exact products added in double.
+//    does), f16 as exact products added in double. bf16 has its own two-accumulator shape
+//    (dot_odd_bf16), and with AVX-512 BF16 takes it for every k not a multiple of 32.
 // Both depend only on k and the two rows, as dot.h requires. Attention rows (k = cells) are
 // padded to a multiple of 32 cells by the engine, as llama.cpp pads its KV view.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/float16.h"
 #include "cpu/kernels/dot.h"
@@ -189,6 +191,64 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
   }
 }
 
+// llama.cpp's bf16 vector dot, which has its own shape: two accumulators over the first 64-element
+// steps (vdpbf16ps, 32 elements each) or, without AVX-512 BF16, 32-element steps (16 lanes of
+// fused multiply-adds each); each accumulator's tree sum is added in double, then the rest.
+float dot_odd_bf16(int64_t k, const uint8_t* w, const uint8_t* a) {
+  double sum = 0.0;
+#if defined(STRATA_DOT_BF16_PAIRS)
+  const int64_t np = k & ~int64_t{63};
+  __m512 c1 = _mm512_setzero_ps();
+  __m512 c2 = _mm512_setzero_ps();
+  for (int64_t i = 0; i < np; i += 64) {
+    const auto* wp = w + i * 2;
+    const auto* ap = a + i * 2;
+    c1 = _mm512_dpbf16_ps(c1, reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp)),
+                          reinterpret_cast<__m512bh>(_mm512_loadu_si512(ap)));
+    c2 = _mm512_dpbf16_ps(c2, reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp + 64)),
+                          reinterpret_cast<__m512bh>(_mm512_loadu_si512(ap + 64)));
+  }
+  sum += simd::hsum16(c1);
+  sum += simd::hsum16(c2);
+#elif defined(STRATA_CPU_AVX2)
+  const int64_t np = k & ~int64_t{31};
+  Lanes16 c1 = Lanes16::zero();
+  Lanes16 c2 = Lanes16::zero();
+  for (int64_t i = 0; i < np; i += 32) {
+    c1 = Lanes16::fma(Lanes16::load<BF16Elem>(w, i), Lanes16::load<BF16Elem>(a, i), c1);
+    c2 = Lanes16::fma(Lanes16::load<BF16Elem>(w, i + 16), Lanes16::load<BF16Elem>(a, i + 16), c2);
+  }
+  sum += c1.sum();
+  sum += c2.sum();
+#else
+  const int64_t np = k & ~int64_t{31};
+  float c[2][16] = {};
+  for (int64_t i = 0; i < np; i += 32) {
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 16; ++l) {
+        const int64_t e = i + 16 * h + l;
+        c[h][l] = std::fma(BF16Elem::at(w, e), BF16Elem::at(a, e), c[h][l]);
+      }
+    }
+  }
+  sum += tree16(c[0]);
+  sum += tree16(c[1]);
+#endif
+  for (int64_t i = np; i < k; ++i) {
+    sum += static_cast<double>(BF16Elem::at(w, i) * BF16Elem::at(a, i));
+  }
+  return static_cast<float>(sum);
+}
+
+template <class Elem>
+float dot_vector_order(int64_t k, const uint8_t* w, const uint8_t* a) {
+  if constexpr (std::is_same_v<Elem, BF16Elem>) {
+    return dot_odd_bf16(k, w, a);
+  } else {
+    return dot_odd<Elem>(k, w, a);
+  }
+}
+
 template <class Elem>
 struct FloatDot {
   template <int NW, int NA>
@@ -197,7 +257,7 @@ struct FloatDot {
     if (k % 16 != 0) {
       for (int r = 0; r < NW; ++r) {
         for (int c = 0; c < NA; ++c) {
-          out[r * ldo_w + c * ldo_a] = dot_odd<Elem>(k, w + r * ldw, a + c * lda);
+          out[r * ldo_w + c * ldo_a] = dot_vector_order<Elem>(k, w + r * ldw, a + c * lda);
         }
       }
       return;
@@ -233,13 +293,17 @@ struct FloatDot {
 };
 
 #if defined(STRATA_DOT_BF16_PAIRS)
-// bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32); other k take FloatDot.
+// bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32).
 struct BF16PairDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
-    if (k % 32 != 0) {
-      FloatDot<BF16Elem>::run<NW, NA>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+    if (k % 32 != 0) {  // llama.cpp's BF16 GEMM steps 32 elements; other k take its vector dot
+      for (int r = 0; r < NW; ++r) {
+        for (int c = 0; c < NA; ++c) {
+          out[r * ldo_w + c * ldo_a] = dot_odd_bf16(k, w + r * ldw, a + c * lda);
+        }
+      }
       return;
     }
     __m512 acc[NW][NA];

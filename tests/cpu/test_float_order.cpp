@@ -1,0 +1,230 @@
+// The f32, f16 and bf16 dot products round exactly as llama.cpp's x86 AVX-512 build does. The
+// scalar emulation below is written from that build's arithmetic (its prompt GEMM for k a
+// multiple of 16, or of 32 for bf16 with AVX-512 BF16; its vector dot otherwise, including how
+// GCC compiled the f32 remainder) and every tile shape of the kernels must give its bits, for
+// sizes that exercise each branch. The golden-logit tests check the same on whole models; this
+// one covers the sizes those models do not have.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/float16.h"
+#include "cpu/kernels/dot.h"
+
+namespace strata::cpu {
+namespace {
+
+using core::Type;
+
+// The 512-bit lane sum: upper half onto lower, 128-bit halves, then (0+2) + (1+3).
+float lane_tree(const float* lane) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lane[i + 8] + lane[i];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[i + 4] + t8[i];
+  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+// Prompt GEMM (k % 16 == 0): element j into lane j % 16 by fused multiply-adds.
+float gemm_order(const std::vector<float>& x, const std::vector<float>& y) {
+  float lane[16] = {};
+  for (size_t j = 0; j < x.size(); ++j) lane[j % 16] = std::fma(x[j], y[j], lane[j % 16]);
+  return lane_tree(lane);
+}
+
+// BF16 GEMM with vdpbf16ps (k % 32 == 0): per 32-element step, lane l adds the product of
+// elements 2l + 1, then of 2l (each product exact in f32, each sum rounded).
+float gemm_bf16_pairs_order(const std::vector<float>& x, const std::vector<float>& y) {
+  float lane[16] = {};
+  for (size_t s = 0; s < x.size(); s += 32) {
+    for (int l = 0; l < 16; ++l) {
+      lane[l] += x[s + 2 * l + 1] * y[s + 2 * l + 1];
+      lane[l] += x[s + 2 * l] * y[s + 2 * l];
+    }
+  }
+  return lane_tree(lane);
+}
+
+// Vector dot, f32 and f16: four 16-lane accumulators over 64-element steps, added (0+2) + (1+3),
+// the lane sum, then the rest.
+float four_accumulators(const std::vector<float>& x, const std::vector<float>& y, size_t np) {
+  float acc[4][16] = {};
+  for (size_t i = 0; i < np; i += 64) {
+    for (int a = 0; a < 4; ++a) {
+      for (int l = 0; l < 16; ++l) {
+        const size_t e = i + 16 * a + l;
+        acc[a][l] = std::fma(x[e], y[e], acc[a][l]);
+      }
+    }
+  }
+  float lane[16];
+  for (int l = 0; l < 16; ++l) lane[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+  return lane_tree(lane);
+}
+
+// f32 remainder as GCC compiled it: products rounded and added in order, except the last
+// (k - np) % 8 elements, which are fused.
+float vector_dot_f32_order(const std::vector<float>& x, const std::vector<float>& y) {
+  const size_t k = x.size();
+  const size_t np = k & ~size_t{63};
+  float sum = four_accumulators(x, y, np);
+  const size_t fused_from = np + ((k - np) & ~size_t{7});
+  for (size_t i = np; i < k; ++i) {
+    if (i < fused_from) {
+      const float p = x[i] * y[i];
+      sum += p;
+    } else {
+      sum = std::fma(x[i], y[i], sum);
+    }
+  }
+  return sum;
+}
+
+// f16 remainder: exact products added in double.
+float vector_dot_f16_order(const std::vector<float>& x, const std::vector<float>& y) {
+  const size_t k = x.size();
+  const size_t np = k & ~size_t{63};
+  double sum = four_accumulators(x, y, np);
+  for (size_t i = np; i < k; ++i) sum += static_cast<double>(x[i] * y[i]);
+  return static_cast<float>(sum);
+}
+
+// bf16 vector dot: two accumulators, each lane-summed and added in double, then the rest in
+// double. With AVX-512 BF16 they take 64-element steps of vdpbf16ps pairs, else 32-element
+// steps of 16 fused lanes each.
+float vector_dot_bf16_order(const std::vector<float>& x, const std::vector<float>& y) {
+  const size_t k = x.size();
+  float acc[2][16] = {};
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  const size_t np = k & ~size_t{63};
+  for (size_t s = 0; s < np; s += 64) {
+    for (int h = 0; h < 2; ++h) {
+      const size_t b = s + 32 * h;
+      for (int l = 0; l < 16; ++l) {
+        acc[h][l] += x[b + 2 * l + 1] * y[b + 2 * l + 1];
+        acc[h][l] += x[b + 2 * l] * y[b + 2 * l];
+      }
+    }
+  }
+#else
+  const size_t np = k & ~size_t{31};
+  for (size_t s = 0; s < np; s += 32) {
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 16; ++l) {
+        const size_t e = s + 16 * h + l;
+        acc[h][l] = std::fma(x[e], y[e], acc[h][l]);
+      }
+    }
+  }
+#endif
+  double sum = 0.0;
+  sum += lane_tree(acc[0]);
+  sum += lane_tree(acc[1]);
+  for (size_t i = np; i < k; ++i) sum += static_cast<double>(x[i] * y[i]);
+  return static_cast<float>(sum);
+}
+
+bool bf16_pairs() {
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+float expected(Type t, const std::vector<float>& x, const std::vector<float>& y) {
+  const size_t k = x.size();
+  if (t == Type::kBF16 && bf16_pairs()) {
+    return k % 32 == 0 ? gemm_bf16_pairs_order(x, y) : vector_dot_bf16_order(x, y);
+  }
+  if (k % 16 == 0) return gemm_order(x, y);
+  if (t == Type::kF32) return vector_dot_f32_order(x, y);
+  if (t == Type::kF16) return vector_dot_f16_order(x, y);
+  return vector_dot_bf16_order(x, y);
+}
+
+// Rows of `t`: random values of mixed magnitudes (so sums round often), none subnormal.
+struct Rows {
+  std::vector<float> values;  // as f32, exactly the stored values
+  std::vector<uint8_t> bytes;
+};
+
+Rows random_rows(Type t, int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  Rows r;
+  r.values.resize(static_cast<size_t>(n));
+  r.bytes.resize(static_cast<size_t>(n) * (t == Type::kF32 ? 4 : 2));
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::ldexp(mant(rng), -static_cast<int>(rng() % 6));
+    float stored = v;
+    uint8_t* dst = r.bytes.data() + i * (t == Type::kF32 ? 4 : 2);
+    if (t == Type::kF32) {
+      std::memcpy(dst, &stored, 4);
+    } else if (t == Type::kF16) {
+      const core::Half h = core::float_to_half(v);
+      stored = core::half_to_float(h);
+      std::memcpy(dst, &h, 2);
+    } else {
+      const core::BFloat16 h = core::float_to_bf16(v);
+      stored = core::bf16_to_float(h);
+      std::memcpy(dst, &h, 2);
+    }
+    r.values[static_cast<size_t>(i)] = stored;
+  }
+  return r;
+}
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+class FloatDotOrder : public ::testing::TestWithParam<Type> {};
+
+TEST_P(FloatDotOrder, EveryTileShapeGivesTheEmulatedBits) {
+  const Type t = GetParam();
+  const DotKernels* kern = dot_kernels(t);
+  ASSERT_NE(kern, nullptr);
+  std::mt19937 rng(1234);
+  const int64_t sizes[] = {1,  7,  8,  9,   15,  16,  24,  31,  32,  40,  48,  63,  64,
+                           65, 72, 96, 100, 127, 128, 136, 172, 176, 200, 256, 264, 333};
+  const size_t esize = t == Type::kF32 ? 4 : 2;
+  for (const int64_t k : sizes) {
+    const int nw = kern->max_w;
+    const int na = kern->max_a;
+    Rows w = random_rows(t, k * nw, rng);
+    Rows a = random_rows(t, k * na, rng);
+    const size_t row_bytes = static_cast<size_t>(k) * esize;
+    for (const auto& [tw, ta] : {std::pair{nw, na}, std::pair{1, 1}, std::pair{nw, 1}}) {
+      std::vector<float> out(static_cast<size_t>(tw * ta), NAN);
+      kern->tile(k, w.bytes.data(), row_bytes, tw, a.bytes.data(), row_bytes, ta, out.data(), ta,
+                 1);
+      for (int r = 0; r < tw; ++r) {
+        for (int c = 0; c < ta; ++c) {
+          const auto wr =
+              std::vector<float>(w.values.begin() + r * k, w.values.begin() + (r + 1) * k);
+          const auto ar =
+              std::vector<float>(a.values.begin() + c * k, a.values.begin() + (c + 1) * k);
+          const float want = expected(t, wr, ar);
+          const float got = out[static_cast<size_t>(r * ta + c)];
+          EXPECT_TRUE(same_bits(got, want))
+              << core::type_name(t) << " k=" << k << " tile " << tw << "x" << ta << " pair (" << r
+              << "," << c << "): got " << got << " want " << want;
+        }
+      }
+    }
+  }
+}
+
+std::string type_param_name(const ::testing::TestParamInfo<Type>& p) {
+  return std::string(core::type_name(p.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, FloatDotOrder,
+                         ::testing::Values(Type::kF32, Type::kF16, Type::kBF16), type_param_name);
+
+}  // namespace
+}  // namespace strata::cpu
