@@ -36,6 +36,7 @@ namespace {
 // How to read elements of each row type as f32. Conversions from f16/bf16 are exact.
 struct F32Elem {
   static constexpr bool kExactProducts = false;
+  static constexpr int64_t kSize = 4;
   static float at(const uint8_t* row, int64_t i) {
     float v;
     std::memcpy(&v, row + i * 4, sizeof v);
@@ -54,6 +55,7 @@ struct F32Elem {
 
 struct F16Elem {
   static constexpr bool kExactProducts = true;
+  static constexpr int64_t kSize = 2;
   static float at(const uint8_t* row, int64_t i) {
     core::Half h;
     std::memcpy(&h, row + i * 2, sizeof h);
@@ -73,6 +75,7 @@ struct F16Elem {
 
 struct BF16Elem {
   static constexpr bool kExactProducts = true;
+  static constexpr int64_t kSize = 2;
   static float at(const uint8_t* row, int64_t i) {
     core::BFloat16 h;
     std::memcpy(&h, row + i * 2, sizeof h);
@@ -267,7 +270,14 @@ struct FloatDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
     }
+    // The next tile's rows (they follow these in memory), asked for in address order at the
+    // pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp).
+    const uint8_t* next = w + NW * ldw;
+    constexpr int64_t kStepBytes = 16 * Elem::kSize * NW;
     for (int64_t i = 0; i < k; i += 16) {
+      for (int64_t b = 0; b < kStepBytes; b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + i * Elem::kSize * NW + b), _MM_HINT_T0);
+      }
       Lanes16 av[NA];
       for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<Elem>(a + c * lda, i);
       for (int r = 0; r < NW; ++r) {
@@ -310,7 +320,11 @@ struct BF16PairDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
     }
+    const uint8_t* next = w + NW * ldw;  // paced like FloatDot's
     for (int64_t i = 0; i < k; i += 32) {
+      for (int64_t b = 0; b < 64 * NW; b += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + i * 2 * NW + b), _MM_HINT_T0);
+      }
       __m512bh av[NA];
       for (int c = 0; c < NA; ++c) {
         av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));
