@@ -3,7 +3,7 @@
 // multiple of 16, or of 32 for bf16 with AVX-512 BF16; its vector dot otherwise, including how
 // GCC compiled the f32 remainder) and every tile shape of the kernels must give its bits, for
 // sizes that exercise each branch. The golden-logit tests check the same on whole models; this
-// one covers the sizes those models do not have.
+// one covers the sizes those models do not have, and transposed weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "case_runner.h"
+#include "core/context.h"
 #include "core/float16.h"
+#include "core/ops.h"
 #include "cpu/kernels/dot.h"
 
 namespace strata::cpu {
@@ -225,6 +228,37 @@ std::string type_param_name(const ::testing::TestParamInfo<Type>& p) {
 
 INSTANTIATE_TEST_SUITE_P(Types, FloatDotOrder,
                          ::testing::Values(Type::kF32, Type::kF16, Type::kBF16), type_param_name);
+
+// Decode's attention multiplies by V through a transposed view; mul_mat walks such a matrix in
+// address order (dot_transposed.cpp) rather than gathering it, and must give exactly the bits of
+// the dense rows: every float type, row counts with and without a vector tail, 1-4 activation
+// rows (the decode sizes), a broadcast batch, on 1 and 2 threads.
+TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
+  for (const Type t : {Type::kF32, Type::kF16, Type::kBF16}) {
+    for (const int64_t k : {32, 160, 176}) {
+      for (const int64_t m : {8, 24, 64}) {
+        for (const int64_t n : {1, 2, 4}) {
+          test::Case c;
+          c.name = "transposed";
+          c.build = [=](core::Context& ctx, test::Inputs&) {
+            core::Tensor* stored = ctx.new_tensor(t, {m, k, 2, 1});  // V as cached: [hd, cells]
+            core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, 4, 1});
+            core::Tensor* wt = core::transpose(ctx, stored);
+            return std::vector<core::Tensor*>{core::mul_mat(ctx, wt, x),
+                                              core::mul_mat(ctx, core::cont(ctx, wt), x)};
+          };
+          for (const int threads : {1, 2}) {
+            const test::CaseOutputs o = test::run_case(c, threads, 5);
+            ASSERT_EQ(o.values.size(), 2u);
+            EXPECT_TRUE(o.values[0] == o.values[1])
+                << core::type_name(t) << " k=" << k << " m=" << m << " n=" << n
+                << " threads=" << threads;
+          }
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace strata::cpu

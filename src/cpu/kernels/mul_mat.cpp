@@ -16,6 +16,7 @@
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/dot.h"
 #include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/dot_transposed.h"
 #include "cpu/kernels/kernels.h"
 
 namespace strata::cpu {
@@ -23,6 +24,9 @@ namespace {
 
 using core::Tensor;
 using core::Type;
+
+// At most this many activation rows count as decode: each weight row is used once per chunk.
+constexpr int64_t kStreamMaxActRows = 4;
 
 struct Plan {
   const DotKernels* dk = nullptr;
@@ -33,6 +37,7 @@ struct Plan {
   bool act_direct = false;  ///< f32 weights and dense src1 rows: use src1 in place
   bool gather_x = false;    ///< src1 rows are strided: gather them to dense f32 first
   bool gather_w = false;    ///< src0 rows are strided (a transposed view): gather per tile
+  bool by_lanes = false;    ///< transposed float src0, few src1 rows: dot_transposed_rows
   size_t act_row = 0;       ///< bytes of one converted activation row
   size_t act_bytes = 0;     ///< shared scratch: every converted activation row
   size_t per_thread = 0;    ///< each thread's own scratch
@@ -59,9 +64,14 @@ Plan make_plan(const Tensor& dst) {
     p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
     p.act_row = core::row_size(p.dk->act_type, k);
   }
+  // Decode's attention reads V transposed; walking it in address order beats gathering it.
+  p.by_lanes = p.gather_w && p.packed == nullptr && x.ne[1] <= kStreamMaxActRows &&
+               w.nb[1] == core::type_size(w.type) && dot_transposed_supported(w.type, k);
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
-  if (p.gather_w) {
+  if (p.by_lanes) {
+    p.per_thread = std::max(p.per_thread, dot_transposed_scratch(w.ne[1]) * sizeof(float));
+  } else if (p.gather_w) {
     p.per_thread = std::max(p.per_thread, static_cast<size_t>(p.max_w) * core::row_size(w.type, k));
   }
   return p;
@@ -142,7 +152,6 @@ void gather_weights(const Tensor& w, const uint8_t* first, int nw, uint8_t* out)
 // Larger tiles (float rows of a wide model) would make that one long burst, so their kernel
 // paces the same requests itself (dot_float.cpp). Prefetches never fault; `end` only keeps
 // them inside the matrix.
-constexpr int64_t kStreamMaxActRows = 4;
 constexpr size_t kPrefetchTileMax = 12 * 1024;
 
 void prefetch_span(const uint8_t* begin, size_t bytes, const uint8_t* end) {
@@ -178,6 +187,24 @@ Chunking make_chunking(const Tensor& dst, const Plan& plan, int nth) {
   return c;
 }
 
+// One item per (batch, activation row): all m outputs of it from one pass over the weights.
+void mul_mat_by_lanes(const Tensor& dst, const Plan& p, const uint8_t* act, float* lanes,
+                      const KernelArgs& args) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const int64_t r2 = x.ne[2] / w.ne[2];
+  const int64_t r3 = x.ne[3] / w.ne[3];
+  const Range items = split_range(x.nrows(), args.ith, args.nth);
+  for (int64_t item = items.begin; item < items.end; ++item) {
+    const RowIndex ix = row_index(x, item);
+    const uint8_t* a =
+        p.act_direct ? x.row_ptr(ix.i1, ix.i2, ix.i3) : act + static_cast<size_t>(item) * p.act_row;
+    auto* out = reinterpret_cast<float*>(dst.row_ptr(ix.i1, ix.i2, ix.i3));
+    dot_transposed_rows(w.type, x.ne[0], w.ne[1], w.row_ptr(0, ix.i2 / r2, ix.i3 / r3), w.nb[0], a,
+                        out, static_cast<int64_t>(dst.nb[0] / sizeof(float)), lanes);
+  }
+}
+
 }  // namespace
 
 size_t mul_mat_work_size(const Tensor& dst, int nth) {
@@ -200,6 +227,10 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const int64_t k = x.ne[0];
   const int64_t r2 = x.ne[2] / w.ne[2];
   const int64_t r3 = x.ne[3] / w.ne[3];
+  if (p.by_lanes) {
+    mul_mat_by_lanes(dst, p, act, reinterpret_cast<float*>(local), args);
+    return;
+  }
   const Chunking ch = make_chunking(dst, p, args.nth);
   const int64_t per_batch = ch.count_m * ch.count_n;
   const Range chunks = split_range(ch.batches * per_batch, args.ith, args.nth);

@@ -1,0 +1,103 @@
+// Row-by-lanes evaluation of dot products against a transposed float matrix.
+//
+// Gathering a transposed view into dense rows reads every cache line of it once per tile of
+// rows; this walks its columns in address order instead and keeps, for every output d, the 16
+// accumulators the dense kernel would have: lane j % 16 of output d receives
+// fma(w[j][d], a[j], lane) for j in increasing order, and the lanes are summed as the same
+// tree. Each output therefore rounds exactly as in dot_float.cpp; only the loop order differs.
+#include "cpu/kernels/dot_transposed.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/float16.h"
+#include "cpu/kernels/simd.h"
+
+namespace strata::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+
+float load_elem(core::Type type, const uint8_t* p) {
+  if (type == core::Type::kF32) {
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  core::Half h;
+  std::memcpy(&h, p, sizeof h);
+  return core::half_to_float(h);
+}
+
+// lanes[l * m + d]: lane l of output d.
+void accumulate_scalar(core::Type type, int64_t d0, int64_t m, const uint8_t* col, float a,
+                       float* lane) {
+  const size_t es = core::type_size(type);
+  for (int64_t d = d0; d < m; ++d) {
+    lane[d] = std::fma(load_elem(type, col + static_cast<size_t>(d) * es), a, lane[d]);
+  }
+}
+
+float tree_scalar(const float* lanes, int64_t m, int64_t d) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lanes[i * m + d] + lanes[(i + 8) * m + d];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[i] + t8[i + 4];
+  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+__m512 load16(core::Type type, const uint8_t* p) {
+  if (type == core::Type::kF32) return _mm512_loadu_ps(p);
+  return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+#endif
+
+}  // namespace
+
+bool dot_transposed_supported(core::Type type, int64_t k) {
+  return (type == core::Type::kF32 || type == core::Type::kF16) && k % kLanes == 0;
+}
+
+size_t dot_transposed_scratch(int64_t m) {
+  return static_cast<size_t>(kLanes * m);
+}
+
+void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
+                         const uint8_t* a, float* out, int64_t ldo, float* scratch) {
+  const size_t es = core::type_size(type);
+  std::memset(scratch, 0, dot_transposed_scratch(m) * sizeof(float));
+  int64_t vec_m = 0;
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  vec_m = m / kLanes * kLanes;
+#endif
+  for (int64_t j = 0; j < k; ++j) {
+    const float aj = load_elem(type, a + static_cast<size_t>(j) * es);
+    const uint8_t* col = w + static_cast<size_t>(j) * col_stride;
+    float* lane = scratch + (j % kLanes) * m;
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+    const __m512 av = _mm512_set1_ps(aj);
+    for (int64_t d = 0; d < vec_m; d += kLanes) {
+      const __m512 acc = _mm512_loadu_ps(lane + d);
+      _mm512_storeu_ps(lane + d, _mm512_fmadd_ps(load16(type, col + d * es), av, acc));
+    }
+#endif
+    accumulate_scalar(type, vec_m, m, col, aj, lane);
+  }
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  for (int64_t d = 0; d < vec_m; d += kLanes) {
+    __m512 t8[8], t4[4];
+    for (int i = 0; i < 8; ++i) {
+      t8[i] = _mm512_add_ps(_mm512_loadu_ps(scratch + i * m + d),
+                            _mm512_loadu_ps(scratch + (i + 8) * m + d));
+    }
+    for (int i = 0; i < 4; ++i) t4[i] = _mm512_add_ps(t8[i], t8[i + 4]);
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3]));
+    alignas(64) float s[kLanes];
+    _mm512_store_ps(s, sum);
+    for (int i = 0; i < kLanes; ++i) out[(d + i) * ldo] = s[i];
+  }
+#endif
+  for (int64_t d = vec_m; d < m; ++d) out[d * ldo] = tree_scalar(scratch, m, d);
+}
+
+}  // namespace strata::cpu
