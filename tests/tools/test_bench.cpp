@@ -93,12 +93,33 @@ TEST(BenchCli, ZeroSkipsATest) {
   EXPECT_THAT(o.out, ::testing::Not(HasSubstr("pp0")));
 }
 
+// -d starts every test with that many tokens in the cache; the KV read it adds shows in the
+// tg bytes per token, and the context grows to hold it.
+TEST(BenchCli, DepthStartsTestsFromAFilledCache) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome flat = run("bench -m " + kStories + " -p 0 -n 8 -r 1 -t 1 --json");
+  const Outcome deep = run("bench -m " + kStories + " -p 16 -n 8 -d 200 -r 1 -t 1 --json");
+  ASSERT_EQ(flat.exit_code, 0) << flat.out;
+  ASSERT_EQ(deep.exit_code, 0) << deep.out;
+  const size_t pp = deep.out.find("\"test\": \"pp16 @ d200\"");
+  const size_t tg = deep.out.find("\"test\": \"tg8 @ d200\"");
+  ASSERT_NE(pp, std::string::npos) << deep.out;
+  ASSERT_NE(tg, std::string::npos) << deep.out;
+  EXPECT_EQ(json_value(deep.out, "n_depth", tg), 200.0);
+  EXPECT_GT(json_value(deep.out, "avg_ts", tg), 0.0);
+  const size_t tg_flat = flat.out.find("\"test\": \"tg8\"");
+  ASSERT_NE(tg_flat, std::string::npos) << flat.out;
+  EXPECT_GT(json_value(deep.out, "bytes_per_token", tg),
+            json_value(flat.out, "bytes_per_token", tg_flat));
+}
+
 TEST(BenchCli, BadFlagsAreUsageErrors) {
   const std::string m = " -m " + kStories;
   for (const std::string& args : std::vector<std::string>{
            "bench", "bench" + m + " -p -1", "bench" + m + " -n x", "bench" + m + " -r 0",
            "bench" + m + " -t -2", "bench" + m + " -ub 0", "bench" + m + " -p 0 -n 0",
-           "bench" + m + " -p 64 -c 16", "bench" + m + " --bogus"}) {
+           "bench" + m + " -p 64 -c 16", "bench" + m + " -p 8 -d 16 -c 16", "bench" + m + " -d -1",
+           "bench" + m + " --bogus"}) {
     const Outcome o = run(args);
     EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out;
     EXPECT_EQ(lines(o.out), 1u) << args << "\n" << o.out;
