@@ -1,8 +1,8 @@
-// Row-by-lanes evaluation of dot products against a transposed float matrix.
+// Lane-by-lane evaluation of dot products against a transposed float matrix.
 //
-// Gathering a transposed view into dense rows reads every cache line of it once per tile of
-// rows; this walks its columns in address order instead and keeps, for every output d, the 16
-// accumulators the dense kernel would have: lane j % 16 of output d receives
+// Gathering a transposed view into dense rows copies it element by element once per tile of
+// rows. This walks down the columns instead, 16 outputs at a time, keeping for every output d
+// the 16 accumulators the dense kernel would have: lane j % 16 of output d receives
 // fma(w[j][d], a[j], lane) for j in increasing order, and the lanes are summed as the same
 // tree. Each output therefore rounds exactly as in dot_float.cpp; only the loop order differs.
 #include "cpu/kernels/dot_transposed.h"
@@ -58,38 +58,33 @@ bool dot_transposed_supported(core::Type type, int64_t k) {
   return (type == core::Type::kF32 || type == core::Type::kF16) && k % kLanes == 0;
 }
 
-size_t dot_transposed_scratch(int64_t m) {
-  return static_cast<size_t>(kLanes * m);
+size_t dot_transposed_scratch(int64_t k, int64_t m) {
+  return static_cast<size_t>(k + kLanes * m);
 }
 
 void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
                          const uint8_t* a, float* out, int64_t ldo, float* scratch) {
   const size_t es = core::type_size(type);
-  std::memset(scratch, 0, dot_transposed_scratch(m) * sizeof(float));
+  float* act = scratch;  // a as f32 (exact), read once per block of outputs
+  float* lanes = scratch + k;
+  for (int64_t j = 0; j < k; ++j) act[j] = load_elem(type, a + static_cast<size_t>(j) * es);
   int64_t vec_m = 0;
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  // 16 outputs at a time, their 16 lanes in 16 registers: cell j feeds register j % 16.
   vec_m = m / kLanes * kLanes;
-#endif
-  for (int64_t j = 0; j < k; ++j) {
-    const float aj = load_elem(type, a + static_cast<size_t>(j) * es);
-    const uint8_t* col = w + static_cast<size_t>(j) * col_stride;
-    float* lane = scratch + (j % kLanes) * m;
-#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
-    const __m512 av = _mm512_set1_ps(aj);
-    for (int64_t d = 0; d < vec_m; d += kLanes) {
-      const __m512 acc = _mm512_loadu_ps(lane + d);
-      _mm512_storeu_ps(lane + d, _mm512_fmadd_ps(load16(type, col + d * es), av, acc));
-    }
-#endif
-    accumulate_scalar(type, vec_m, m, col, aj, lane);
-  }
-#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   for (int64_t d = 0; d < vec_m; d += kLanes) {
-    __m512 t8[8], t4[4];
-    for (int i = 0; i < 8; ++i) {
-      t8[i] = _mm512_add_ps(_mm512_loadu_ps(scratch + i * m + d),
-                            _mm512_loadu_ps(scratch + (i + 8) * m + d));
+    __m512 acc[kLanes];
+    for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
+    const uint8_t* col = w + static_cast<size_t>(d) * es;
+    for (int64_t j0 = 0; j0 < k; j0 += kLanes) {
+      for (int l = 0; l < kLanes; ++l) {
+        const int64_t j = j0 + l;
+        acc[l] = _mm512_fmadd_ps(load16(type, col + static_cast<size_t>(j) * col_stride),
+                                 _mm512_set1_ps(act[j]), acc[l]);
+      }
     }
+    __m512 t8[8], t4[4];
+    for (int i = 0; i < 8; ++i) t8[i] = _mm512_add_ps(acc[i], acc[i + 8]);
     for (int i = 0; i < 4; ++i) t4[i] = _mm512_add_ps(t8[i], t8[i + 4]);
     const __m512 sum = _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3]));
     alignas(64) float s[kLanes];
@@ -97,7 +92,14 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
     for (int i = 0; i < kLanes; ++i) out[(d + i) * ldo] = s[i];
   }
 #endif
-  for (int64_t d = vec_m; d < m; ++d) out[d * ldo] = tree_scalar(scratch, m, d);
+  if (vec_m == m) return;
+  // The remaining outputs: the same lanes, kept in memory (lanes[l * m + d]).
+  std::memset(lanes, 0, static_cast<size_t>(kLanes * m) * sizeof(float));
+  for (int64_t j = 0; j < k; ++j) {
+    accumulate_scalar(type, vec_m, m, w + static_cast<size_t>(j) * col_stride, act[j],
+                      lanes + (j % kLanes) * m);
+  }
+  for (int64_t d = vec_m; d < m; ++d) out[d * ldo] = tree_scalar(lanes, m, d);
 }
 
 }  // namespace strata::cpu

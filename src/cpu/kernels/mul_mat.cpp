@@ -70,7 +70,7 @@ Plan make_plan(const Tensor& dst) {
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
   if (p.by_lanes) {
-    p.per_thread = std::max(p.per_thread, dot_transposed_scratch(w.ne[1]) * sizeof(float));
+    p.per_thread = std::max(p.per_thread, dot_transposed_scratch(k, w.ne[1]) * sizeof(float));
   } else if (p.gather_w) {
     p.per_thread = std::max(p.per_thread, static_cast<size_t>(p.max_w) * core::row_size(w.type, k));
   }
