@@ -285,6 +285,16 @@ struct FloatDot {
         for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::fma(wv, av[c], acc[r][c]);
       }
     }
+#if defined(STRATA_DOT_FLOAT_512)
+    if constexpr (NW == 4) {  // short rows (attention scores) are dominated by the lane sums
+      for (int c = 0; c < NA; ++c) {
+        float s[4];
+        simd::hsum16x4(acc[0][c].v, acc[1][c].v, acc[2][c].v, acc[3][c].v, s);
+        for (int r = 0; r < NW; ++r) out[r * ldo_w + c * ldo_a] = s[r];
+      }
+      return;
+    }
+#endif
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = acc[r][c].sum();
     }
