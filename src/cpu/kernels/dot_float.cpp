@@ -139,14 +139,6 @@ struct Lanes16 {
 };
 #endif
 
-// The 16-lane tree in portable code (same order as simd::hsum16).
-[[maybe_unused]] float tree16(const float* lane) {
-  float t8[8], t4[4];
-  for (int i = 0; i < 8; ++i) t8[i] = lane[i] + lane[i + 8];
-  for (int i = 0; i < 4; ++i) t4[i] = t8[i] + t8[i + 4];
-  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
-}
-
 // The vector-dot order for k not a multiple of 16 (rare: small heads, odd FFN sizes).
 template <class Elem>
 float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
@@ -174,7 +166,7 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
     }
     float t[16];
     for (int l = 0; l < 16; ++l) t[l] = (s[0][l] + s[2][l]) + (s[1][l] + s[3][l]);
-    reduced = tree16(t);
+    reduced = simd::lane_tree16(t);
 #endif
   }
   if constexpr (Elem::kExactProducts) {
@@ -234,8 +226,8 @@ float dot_odd_bf16(int64_t k, const uint8_t* w, const uint8_t* a) {
       }
     }
   }
-  sum += tree16(c[0]);
-  sum += tree16(c[1]);
+  sum += simd::lane_tree16(c[0]);
+  sum += simd::lane_tree16(c[1]);
 #endif
   for (int64_t i = np; i < k; ++i) {
     sum += static_cast<double>(BF16Elem::at(w, i) * BF16Elem::at(a, i));
@@ -305,7 +297,7 @@ struct FloatDot {
         for (int64_t j = 0; j < k; ++j) {
           lane[j % 16] = std::fma(Elem::at(w + r * ldw, j), Elem::at(a + c * lda, j), lane[j % 16]);
         }
-        out[r * ldo_w + c * ldo_a] = tree16(lane);
+        out[r * ldo_w + c * ldo_a] = simd::lane_tree16(lane);
       }
     }
 #endif

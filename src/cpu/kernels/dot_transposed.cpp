@@ -10,40 +10,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/float16.h"
+#include "cpu/kernels/convert.h"
 #include "cpu/kernels/simd.h"
 
 namespace strata::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-
-float load_elem(core::Type type, const uint8_t* p) {
-  if (type == core::Type::kF32) {
-    float v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  core::Half h;
-  std::memcpy(&h, p, sizeof h);
-  return core::half_to_float(h);
-}
-
-// lanes[l * m + d]: lane l of output d.
-void accumulate_scalar(core::Type type, int64_t d0, int64_t m, const uint8_t* col, float a,
-                       float* lane) {
-  const size_t es = core::type_size(type);
-  for (int64_t d = d0; d < m; ++d) {
-    lane[d] = std::fma(load_elem(type, col + static_cast<size_t>(d) * es), a, lane[d]);
-  }
-}
-
-float tree_scalar(const float* lanes, int64_t m, int64_t d) {
-  float t8[8], t4[4];
-  for (int i = 0; i < 8; ++i) t8[i] = lanes[i * m + d] + lanes[(i + 8) * m + d];
-  for (int i = 0; i < 4; ++i) t4[i] = t8[i] + t8[i + 4];
-  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
-}
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
 __m512 load16(core::Type type, const uint8_t* p) {
@@ -59,7 +32,7 @@ bool dot_transposed_supported(core::Type type, int64_t k) {
 }
 
 size_t dot_transposed_scratch(int64_t k, int64_t m) {
-  return static_cast<size_t>(k + kLanes * m);
+  return static_cast<size_t>(k + kLanes * m + m);
 }
 
 void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
@@ -67,7 +40,8 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
   const size_t es = core::type_size(type);
   float* act = scratch;  // a as f32 (exact), read once per block of outputs
   float* lanes = scratch + k;
-  for (int64_t j = 0; j < k; ++j) act[j] = load_elem(type, a + static_cast<size_t>(j) * es);
+  float* column = lanes + kLanes * m;
+  row_to_f32(type, a, act, k);
   int64_t vec_m = 0;
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   // 16 outputs at a time, their 16 lanes in 16 registers: cell j feeds register j % 16.
@@ -94,12 +68,19 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
 #endif
   if (vec_m == m) return;
   // The remaining outputs: the same lanes, kept in memory (lanes[l * m + d]).
+  const int64_t rest = m - vec_m;
   std::memset(lanes, 0, static_cast<size_t>(kLanes * m) * sizeof(float));
   for (int64_t j = 0; j < k; ++j) {
-    accumulate_scalar(type, vec_m, m, w + static_cast<size_t>(j) * col_stride, act[j],
-                      lanes + (j % kLanes) * m);
+    row_to_f32(type, w + static_cast<size_t>(j) * col_stride + static_cast<size_t>(vec_m) * es,
+               column, rest);
+    float* lane = lanes + (j % kLanes) * m;
+    for (int64_t d = 0; d < rest; ++d) lane[d] = std::fma(column[d], act[j], lane[d]);
   }
-  for (int64_t d = vec_m; d < m; ++d) out[d * ldo] = tree_scalar(lanes, m, d);
+  for (int64_t d = 0; d < rest; ++d) {
+    float lane[kLanes];
+    for (int l = 0; l < kLanes; ++l) lane[l] = lanes[l * m + d];
+    out[(vec_m + d) * ldo] = simd::lane_tree16(lane);
+  }
 }
 
 }  // namespace strata::cpu

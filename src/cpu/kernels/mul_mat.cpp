@@ -148,7 +148,8 @@ void gather_weights(const Tensor& w, const uint8_t* first, int nw, uint8_t* out)
 // Few activation rows (decode): each weight row is used once per chunk and the walk is bound by
 // memory. A tile reads its rows side by side, several streams a page apart, which hardware
 // prefetchers follow poorly; asking for the next tile's bytes in address order before this one
-// computes lets memory see one sequential stream (decode 1.2-1.4x faster on this AMD Zen host).
+// computes lets memory see one sequential stream (decode 1.05-1.4x faster, by weight type, on
+// this AMD Zen host).
 // Larger tiles (float rows of a wide model) would make that one long burst, so their kernel
 // paces the same requests itself (dot_float.cpp). Prefetches never fault; `end` only keeps
 // them inside the matrix.

@@ -18,6 +18,14 @@
 
 namespace strata::cpu::simd {
 
+/// The order of hsum16 in portable code: lane i + lane i + 8, then + 4, + 2, + 1.
+inline float lane_tree16(const float* lane) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lane[i] + lane[i + 8];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[i] + t8[i + 4];
+  return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
 #if defined(STRATA_CPU_AVX2)
 
 /// An f16 scale as float, branch-free (same value as core::half_to_float: the conversion is exact).
@@ -62,7 +70,7 @@ inline float hsum16(__m512 v) {
 
 /// hsum16 of four registers at once, each bit for bit as hsum16 gives it: the same pairs are
 /// added, level by level, with two rows sharing a register (lanes i and i + 8, then i + 4,
-/// i + 2, i + 1). About a third of the instructions of four separate sums, which matters where
+/// i + 2, i + 1). Fewer than half the instructions of four separate sums, which matters where
 /// rows are short (attention scores: 64 elements each).
 inline void hsum16x4(__m512 a, __m512 b, __m512 c, __m512 d, float* out) {
   // Level 1: lanes 0-7 of ab hold a[i] + a[i + 8], lanes 8-15 the same for b.
