@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "backend/host_event.h"
 #include "cpu/cpu_backend.h"
 
 namespace strata::devices {
@@ -36,7 +37,7 @@ Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
 }
 
 Result<std::unique_ptr<backend::Event>> HostDevice::make_event() {
-  return std::make_unique<backend::Event>(*this);
+  return std::unique_ptr<backend::Event>(std::make_unique<backend::HostEvent>(*this));
 }
 
 HostDevice& host_device() {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "backend/host_event.h"
 #include "devices/cpu_topology.h"
 #include "devices/host_device.h"
 #include "devices/partition_backend.h"
@@ -34,7 +35,7 @@ Result<std::unique_ptr<backend::Backend>> PartitionDevice::make_backend(
 }
 
 Result<std::unique_ptr<backend::Event>> PartitionDevice::make_event() {
-  return std::make_unique<backend::Event>(*this);
+  return std::unique_ptr<backend::Event>(std::make_unique<backend::HostEvent>(*this));
 }
 
 cpu::ThreadPool& PartitionDevice::team() {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/device.h"
+#include "backend/host_event.h"
 
 namespace strata::backend {
 namespace {
@@ -29,7 +30,9 @@ class EventOnlyDevice final : public Device {
   Result<std::unique_ptr<Backend>> make_backend(const BackendOptions&) override {
     return error(ErrorCode::kUnsupported, "test: no backends");
   }
-  Result<std::unique_ptr<Event>> make_event() override { return std::make_unique<Event>(*this); }
+  Result<std::unique_ptr<Event>> make_event() override {
+    return std::unique_ptr<Event>(std::make_unique<HostEvent>(*this));
+  }
 };
 
 class NoEventDevice final : public Device {
@@ -63,7 +66,7 @@ TEST(Event, DevicesWithoutEventsSayUnsupported) {
 
 TEST(Event, ValuesOnlyGrow) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   e.signal(5);
   EXPECT_EQ(e.value(), 5u);
   e.signal(3);
@@ -76,7 +79,7 @@ TEST(Event, ValuesOnlyGrow) {
 
 TEST(Event, WaitOnReachedValueReturnsAtOnceEvenWithoutTime) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   e.signal(4);
   EXPECT_EQ(e.wait(4, 0ns), WaitResult::kReached);
   EXPECT_EQ(e.wait(2, 0ns), WaitResult::kReached);
@@ -85,7 +88,7 @@ TEST(Event, WaitOnReachedValueReturnsAtOnceEvenWithoutTime) {
 
 TEST(Event, WaitTimesOut) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   e.signal(1);
   EXPECT_EQ(e.wait(2, 0ns), WaitResult::kTimedOut);
   const auto start = std::chrono::steady_clock::now();
@@ -96,7 +99,7 @@ TEST(Event, WaitTimesOut) {
 
 TEST(Event, WaitEndsWhenStopped) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   std::stop_source source;
   std::thread stopper([&] {
     std::this_thread::sleep_for(10ms);
@@ -110,7 +113,7 @@ TEST(Event, WaitEndsWhenStopped) {
 // ordering that is a data race TSan reports.
 TEST(Event, SignalFromAnotherThreadWakesWaiterAndPublishesWrites) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   std::vector<int> data(1024, 0);
   std::thread producer([&] {
     std::this_thread::sleep_for(5ms);
@@ -126,7 +129,7 @@ TEST(Event, SignalFromAnotherThreadWakesWaiterAndPublishesWrites) {
 // must be released, and the final value is the largest signalled.
 TEST(Event, ConcurrentSignallersAndWaiters) {
   EventOnlyDevice device;
-  Event e(device);
+  HostEvent e(device);
   constexpr int kSteps = 200;
   std::atomic<int> released{0};
   std::vector<std::thread> threads;

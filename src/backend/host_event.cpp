@@ -1,8 +1,8 @@
-#include "backend/event.h"
+#include "backend/host_event.h"
 
 namespace strata::backend {
 
-void Event::signal(uint64_t v) {
+void HostEvent::signal(uint64_t v) {
   uint64_t cur = value_.load(std::memory_order_relaxed);
   // Release: the signalling thread's earlier writes travel with the new value.
   while (cur < v && !value_.compare_exchange_weak(cur, v, std::memory_order_release,
@@ -15,7 +15,8 @@ void Event::signal(uint64_t v) {
   changed_.notify_all();
 }
 
-WaitResult Event::wait(uint64_t v, std::chrono::nanoseconds timeout, std::stop_token stop) const {
+WaitResult HostEvent::wait(uint64_t v, std::chrono::nanoseconds timeout,
+                           std::stop_token stop) const {
   auto reached = [&] { return value_.load(std::memory_order_acquire) >= v; };
   if (reached()) return WaitResult::kReached;
   if (timeout <= std::chrono::nanoseconds::zero()) return WaitResult::kTimedOut;
