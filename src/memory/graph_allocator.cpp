@@ -105,10 +105,23 @@ Plan make_plan(const core::Graph& graph, size_t alignment, const GraphAllocator:
 
 Status GraphAllocator::ensure_capacity(size_t bytes) {
   if (buffer_ && buffer_->size() >= bytes) return {};
-  buffer_.reset();
+  // The old buffer stays until the new one exists: a failed grow leaves the allocator as it
+  // was, still able to place every graph that fitted before. On a budgeted device both are
+  // briefly held, so when that fails, free the old one and try once more.
   auto buf = type_->allocate(bytes);
+  if (!buf.ok() && buffer_) {
+    auto old = std::move(buffer_);
+    const size_t old_size = old->size();
+    old.reset();
+    buf = type_->allocate(bytes);
+    if (!buf.ok()) {
+      auto back = type_->allocate(old_size);
+      if (back.ok()) buffer_ = std::move(back).value();
+    }
+  }
   if (!buf.ok()) return buf.status().with_context("compute buffer");
   buffer_ = std::move(buf).value();
+  ++generation_;
   return {};
 }
 

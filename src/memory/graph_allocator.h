@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -33,12 +34,17 @@ class GraphAllocator {
   size_t required(const core::Graph& graph, const Owns& owns = {}) const;
   /// Current buffer size in bytes (0 before the first reserve/allocate).
   size_t buffer_size() const { return buffer_ ? buffer_->size() : 0; }
+  /// The buffer tensors are placed in (null before the first reserve/allocate).
+  const Buffer* buffer() const { return buffer_.get(); }
+  /// Counts buffer replacements: tensors placed before a change point into freed memory.
+  uint64_t generation() const { return generation_; }
 
  private:
   Status ensure_capacity(size_t bytes);
 
   BufferType* type_;
   std::unique_ptr<Buffer> buffer_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace strata::memory
