@@ -41,12 +41,16 @@ inline bool is_view_op(Op op) {
   return op == Op::kView || op == Op::kReshape || op == Op::kPermute || op == Op::kTranspose;
 }
 
-struct NoParams {};
+struct NoParams {
+  friend bool operator==(const NoParams&, const NoParams&) = default;
+};
 struct ScaleParams {
   float scale = 1.0f;
+  friend bool operator==(const ScaleParams&, const ScaleParams&) = default;
 };
 struct RmsNormParams {
   float eps = 1e-5f;
+  friend bool operator==(const RmsNormParams&, const RmsNormParams&) = default;
 };
 enum class RopeMode : uint8_t {
   kNormal,  ///< rotates adjacent pairs (x[2i], x[2i+1]): the Llama GGUF layout
@@ -57,6 +61,7 @@ struct RopeParams {
   RopeMode mode = RopeMode::kNormal;
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;  ///< linear position scaling (1 / rope scale factor)
+  friend bool operator==(const RopeParams&, const RopeParams&) = default;
 };
 /// The cos and sin of each rotated pair's angle at position `pos` (n_dims / 2 values each).
 /// Angles follow llama.cpp exactly, rounding included, because rounding differences in q and
@@ -66,12 +71,15 @@ void rope_angles(const RopeParams& params, int32_t pos, float* cos_out, float* s
 
 struct SoftMaxParams {
   float scale = 1.0f;
+  friend bool operator==(const SoftMaxParams&, const SoftMaxParams&) = default;
 };
 struct PermuteParams {
   int32_t axes[4] = {0, 1, 2, 3};  ///< source axis i goes to destination axis axes[i]
+  friend bool operator==(const PermuteParams&, const PermuteParams&) = default;
 };
 struct FlashAttnParams {
   float scale = 1.0f;  ///< applied to q·k before the mask is added (1 / sqrt(head_dim))
+  friend bool operator==(const FlashAttnParams&, const FlashAttnParams&) = default;
 };
 
 using OpParams = std::variant<NoParams, ScaleParams, RmsNormParams, RopeParams, SoftMaxParams,

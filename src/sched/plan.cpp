@@ -6,18 +6,64 @@
 
 #include "backend/device.h"
 #include "sched/node_roles.h"
+#include "sched/plan.h"
 #include "sched/scheduler.h"
 
 namespace strata::sched {
 
 using core::Tensor;
 
-Status Scheduler::plan(core::Graph& graph) {
-  assigned_.clear();
-  splits_.clear();
-  // Queued work of an earlier graph may still name the old copies; they live until synchronize.
-  if (copies_ctx_) retired_.push_back(std::move(copies_ctx_));
-  copies_ctx_ = std::make_unique<core::Context>();
+std::unique_ptr<Plan> clone_graph(const core::Graph& graph, GraphSignature signature,
+                                  std::span<const void* const> compute_buffers) {
+  auto p = std::make_unique<Plan>();
+  p->signature = std::move(signature);
+  p->ctx = std::make_unique<core::Context>();
+  std::unordered_map<const Tensor*, Tensor*> clone_of;
+  clone_of.reserve(graph.nodes.size() + graph.leafs.size());
+  auto unplaced = [&](const Tensor& t) {
+    return t.data == nullptr || placed_by(t, compute_buffers);
+  };
+  auto make_clone = [&](const Tensor& t) {
+    Tensor* c = p->ctx->new_tensor(t.type, t.ne, t.name);
+    *c = t;
+    if (unplaced(t)) {
+      c->data = nullptr;
+      c->buffer = nullptr;
+    } else if (!t.is_view()) {
+      p->caller_placed.push_back(c);
+    }
+    clone_of[&t] = c;
+    return c;
+  };
+  for (size_t i = 0; i < graph.leafs.size(); ++i) {
+    Tensor* l = graph.leafs[i];
+    // Tensors with memory of their own (weights, the KV cache) are shared, not cloned.
+    if (!unplaced(*l)) {
+      p->graph.leafs.push_back(l);
+      continue;
+    }
+    p->graph.leafs.push_back(make_clone(*l));
+    p->io_leafs.push_back(static_cast<uint32_t>(i));
+  }
+  auto remap = [&](Tensor* t) {
+    if (t == nullptr) return t;
+    auto it = clone_of.find(t);
+    return it != clone_of.end() ? it->second : t;
+  };
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Tensor& n = *graph.nodes[i];
+    Tensor* c = make_clone(n);
+    for (Tensor*& s : c->src) s = remap(s);
+    c->view_src = remap(c->view_src);
+    p->graph.nodes.push_back(c);
+    if (n.has_flag(core::kFlagOutput)) p->io_nodes.push_back(static_cast<uint32_t>(i));
+  }
+  return p;
+}
+
+Status Scheduler::plan(Plan& p) {
+  core::Graph& graph = p.graph;
+  auto location = [this, &p](const Tensor& t) { return this->location(&p, t); };
   const int n_backends = static_cast<int>(backends_.size());
   const int host = n_backends - 1;
 
@@ -105,7 +151,7 @@ Status Scheduler::plan(core::Graph& graph) {
     while (b < host && !backends_[static_cast<size_t>(b)]->device().supports_op(*graph.nodes[i]))
       ++b;
     where[i] = b;
-    assigned_[graph.nodes[i]] = b;
+    p.assigned[graph.nodes[i]] = b;
   }
   // Graph inputs live with their first reader.
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -113,8 +159,8 @@ Status Scheduler::plan(core::Graph& graph) {
     for (Tensor* s : graph.nodes[i]->src) {
       if (s == nullptr) continue;
       const Tensor* st = core::storage_of(s);
-      if (st->op == core::Op::kNone && st->data == nullptr && !assigned_.count(st)) {
-        assigned_[st] = where[i];
+      if (st->op == core::Op::kNone && st->data == nullptr && !p.assigned.count(st)) {
+        p.assigned[st] = where[i];
       }
     }
   }
@@ -125,11 +171,11 @@ Status Scheduler::plan(core::Graph& graph) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     Tensor* n = graph.nodes[i];
     if (!is_compute(*n)) continue;
-    if (splits_.empty() || splits_.back().backend != where[i]) {
-      splits_.push_back(Split{where[i], {}, {}});
+    if (p.splits.empty() || p.splits.back().backend != where[i]) {
+      p.splits.push_back(Split{where[i], {}, {}});
       copies.clear();
     }
-    Split& split = splits_.back();
+    Split& split = p.splits.back();
     split.nodes.push_back(n);
     for (int k = 0; k < core::kMaxSrc; ++k) {
       Tensor* s = n->src[static_cast<size_t>(k)];
@@ -145,25 +191,24 @@ Status Scheduler::plan(core::Graph& graph) {
       if (auto it = copies.find(key); it != copies.end()) {
         copy = it->second;
       } else {
-        copy =
-            whole ? copies_ctx_->new_tensor(st->type, st->ne, st->name + "#copy")
-                  : copies_ctx_->new_tensor(core::Type::kI8, {static_cast<int64_t>(bytes), 1, 1, 1},
-                                            st->name + "#range");
+        copy = whole ? p.ctx->new_tensor(st->type, st->ne, st->name + "#copy")
+                     : p.ctx->new_tensor(core::Type::kI8, {static_cast<int64_t>(bytes), 1, 1, 1},
+                                         st->name + "#range");
         copies.emplace(key, copy);
         Tensor* source = const_cast<Tensor*>(st);
         if (!whole) {
           // The copied bytes as a tensor of the copy's shape, for Backend::copy_async.
           // Its address is set once the storage is placed (see place()).
-          source = copies_ctx_->new_tensor(core::Type::kI8, copy->ne, st->name + "#source");
+          source = p.ctx->new_tensor(core::Type::kI8, copy->ne, st->name + "#source");
         }
         split.inputs.push_back(Split::Input{st, offset, bytes, copy, source});
-        assigned_[copy] = split.backend;
+        p.assigned[copy] = split.backend;
       }
       if (whole) {
         n->src[static_cast<size_t>(k)] = copy;
       } else {
         // The same view over the copy: same shape and strides, starting at the copy's base.
-        Tensor* v = copies_ctx_->new_tensor(s->type, s->ne, s->name + "#view");
+        Tensor* v = p.ctx->new_tensor(s->type, s->ne, s->name + "#view");
         v->nb = s->nb;
         v->op = core::Op::kView;
         v->src[0] = copy;

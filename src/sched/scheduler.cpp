@@ -1,15 +1,27 @@
 // Running planned graphs: placement, event-fenced copies and splits, synchronization.
 #include "sched/scheduler.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 #include "backend/device.h"
 #include "memory/buffer.h"
+#include "sched/plan.h"
 
 namespace strata::sched {
 
 using core::Tensor;
+
+namespace {
+
+// Shapes kept planned at once: a prompt's micro-batches, the decode shape as the cache grows,
+// and a few more.
+constexpr size_t kCacheSize = 16;
+
+const std::vector<Split> kNoSplits;
+
+}  // namespace
 
 Scheduler::Scheduler(std::vector<backend::Backend*> backends) : backends_(std::move(backends)) {
   for (backend::Backend* b : backends_) {
@@ -31,9 +43,11 @@ Scheduler::~Scheduler() {
 
 // The backend whose memory holds `t`'s bytes: -1 when not placed yet. Memory nobody allocated
 // (a file mapping) is host memory, which the last backend addresses.
-int Scheduler::location(const Tensor& t) const {
+int Scheduler::location(const Plan* p, const Tensor& t) const {
   const Tensor* s = core::storage_of(&t);
-  if (auto it = assigned_.find(s); it != assigned_.end()) return it->second;
+  if (p != nullptr) {
+    if (auto it = p->assigned.find(s); it != p->assigned.end()) return it->second;
+  }
   if (s->data == nullptr) return -1;
   const auto* buf = static_cast<const memory::Buffer*>(s->buffer);
   const int host = static_cast<int>(backends_.size()) - 1;
@@ -44,14 +58,32 @@ int Scheduler::location(const Tensor& t) const {
   return host;
 }
 
-Status Scheduler::place(core::Graph& graph, bool reserve_only) {
+std::vector<const void*> Scheduler::compute_buffers() const {
+  std::vector<const void*> out;
+  for (const auto& a : allocators_) {
+    if (a->buffer() != nullptr) out.push_back(a->buffer());
+  }
+  return out;
+}
+
+Status Scheduler::place(Plan& p, bool reserve_only) {
+  if (!p.placed_at.empty()) {
+    // Placed before into a buffer since replaced: everything the allocators gave is stale.
+    std::vector<const Tensor*> kept(p.caller_placed.begin(), p.caller_placed.end());
+    for (Tensor& t : p.ctx->tensors()) {
+      if (std::find(kept.begin(), kept.end(), &t) != kept.end()) continue;
+      t.data = nullptr;
+      t.buffer = nullptr;
+    }
+    p.placed_at.clear();
+  }
   // For liveness, each input copy is a node reading its source at the start of its split:
   // the source must stay intact until then, and the copy only needs memory from then on.
   std::unordered_map<const Tensor*, const Split*> split_start;
-  for (const Split& sp : splits_) split_start[sp.nodes.front()] = &sp;
+  for (const Split& sp : p.splits) split_start[sp.nodes.front()] = &sp;
   core::Graph augmented;
-  augmented.leafs = graph.leafs;
-  for (Tensor* n : graph.nodes) {
+  augmented.leafs = p.graph.leafs;
+  for (Tensor* n : p.graph.nodes) {
     if (auto it = split_start.find(n); it != split_start.end()) {
       for (const Split::Input& in : it->second->inputs) {
         in.copy->op = core::Op::kCpy;
@@ -61,14 +93,14 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     }
     augmented.nodes.push_back(n);
   }
-  auto owner = [this](size_t b) {
-    return [this, b](const Tensor& t) {
-      auto it = assigned_.find(&t);
-      return it != assigned_.end() && it->second == static_cast<int>(b);
+  auto owner = [&p](size_t b) {
+    return [&p, b](const Tensor& t) {
+      auto it = p.assigned.find(&t);
+      return it != p.assigned.end() && it->second == static_cast<int>(b);
     };
   };
   if (!reserve_only) {
-    // Growing a compute buffer frees the old one, which queued work may still use.
+    // Growing a compute buffer replaces the old one, which queued work may still use.
     for (size_t b = 0; b < backends_.size(); ++b) {
       if (allocators_[b]->required(augmented, owner(b)) > allocators_[b]->buffer_size()) {
         STRATA_RETURN_IF_ERROR(synchronize());
@@ -83,7 +115,7 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     if (!st.ok()) return st;  // the buffer type's message names the device
   }
   if (reserve_only) return {};
-  for (const Split& sp : splits_) {
+  for (const Split& sp : p.splits) {
     for (const Split::Input& in : sp.inputs) {
       if (in.source == in.storage) continue;
       in.source->data = static_cast<uint8_t*>(in.storage->data) + in.offset;
@@ -91,42 +123,92 @@ Status Scheduler::place(core::Graph& graph, bool reserve_only) {
     }
   }
   // Views (including re-pointed ones) get their address once every storage is placed.
-  for (Tensor* n : graph.nodes) {
+  for (Tensor* n : p.graph.nodes) {
     if (n->is_view()) STRATA_RETURN_IF_ERROR(memory::place_view(*n));
     for (Tensor* s : n->src) {
       if (s != nullptr && s->is_view() && s->data == nullptr)
         STRATA_RETURN_IF_ERROR(memory::place_view(*s));
     }
   }
+  for (const auto& a : allocators_) p.placed_at.push_back(a->generation());
   return {};
 }
 
-Status Scheduler::reserve(core::Graph& graph) {
-  // Planning re-points sources; reserve works on a throwaway copy of the node list's sources.
-  std::vector<std::array<Tensor*, core::kMaxSrc>> saved;
-  for (Tensor* n : graph.nodes) saved.push_back(n->src);
-  Status st = plan(graph);
-  if (st.ok()) st = place(graph, /*reserve_only=*/true);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) graph.nodes[i]->src = saved[i];
-  splits_.clear();
+void Scheduler::retire(std::unique_ptr<Plan> p) {
+  if (p.get() == current_) current_ = nullptr;
+  retired_.push_back(std::move(p));
+}
+
+Status Scheduler::reserve(const core::Graph& graph) {
+  auto p = clone_graph(graph, {}, compute_buffers());
+  Status st = plan(*p);
+  if (st.ok()) st = place(*p, /*reserve_only=*/true);
   return st;
 }
 
-Status Scheduler::allocate(core::Graph& graph) {
-  graph_ = nullptr;
-  STRATA_RETURN_IF_ERROR(plan(graph));
-  STRATA_RETURN_IF_ERROR(place(graph, /*reserve_only=*/false));
+Status Scheduler::allocate(const core::Graph& graph) {
+  current_ = nullptr;
+  aliases_.clear();
+  const std::vector<const void*> buffers = compute_buffers();
+  GraphSignature sig = signature_of(graph, buffers);
+  Plan* p = nullptr;
+  for (auto& c : cache_) {
+    if (c->signature == sig) p = c.get();
+  }
+  if (p == nullptr) {
+    auto fresh = clone_graph(graph, std::move(sig), buffers);
+    STRATA_RETURN_IF_ERROR(plan(*fresh));
+    if (cache_.size() >= kCacheSize) {
+      auto lru = std::min_element(cache_.begin(), cache_.end(), [](const auto& a, const auto& b) {
+        return a->last_used < b->last_used;
+      });
+      retire(std::move(*lru));
+      cache_.erase(lru);
+    }
+    p = cache_.emplace_back(std::move(fresh)).get();
+    ++plans_built_;
+  } else {
+    ++plans_reused_;
+  }
+  p->last_used = ++use_clock_;
+  bool stale = p->placed_at.size() != allocators_.size();
+  for (size_t b = 0; !stale && b < allocators_.size(); ++b)
+    stale = p->placed_at[b] != allocators_[b]->generation();
+  if (stale) {
+    Status st = place(*p, /*reserve_only=*/false);
+    if (!st.ok()) {
+      // A plan that cannot be placed is not kept: the next try plans afresh.
+      auto it =
+          std::find_if(cache_.begin(), cache_.end(), [p](const auto& c) { return c.get() == p; });
+      retire(std::move(*it));
+      cache_.erase(it);
+      return st;
+    }
+  }
+  // The caller's tensors get their copies' memory: it writes inputs and reads results there.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    graph.nodes[i]->data = p->graph.nodes[i]->data;
+    graph.nodes[i]->buffer = p->graph.nodes[i]->buffer;
+  }
+  for (uint32_t i : p->io_leafs) {
+    graph.leafs[i]->data = p->graph.leafs[i]->data;
+    graph.leafs[i]->buffer = p->graph.leafs[i]->buffer;
+    aliases_[graph.leafs[i]] = p->graph.leafs[i];
+  }
+  for (uint32_t i : p->io_nodes) aliases_[graph.nodes[i]] = p->graph.nodes[i];
   // The caller writes inputs next: memory another queue is still copying must be free first.
   for (size_t b = 0; b < backends_.size(); ++b) {
     STRATA_RETURN_IF_ERROR(wait_for_readers(static_cast<int>(b)));
   }
-  graph_ = &graph;
+  current_ = p;
   if (debug_) std::fputs(describe().c_str(), stderr);
   return {};
 }
 
 backend::Backend& Scheduler::backend_of(const Tensor& t) {
-  const int loc = location(t);
+  const Tensor* target = &t;
+  if (auto it = aliases_.find(&t); it != aliases_.end()) target = it->second;
+  const int loc = location(current_, *target);
   return *backends_[static_cast<size_t>(loc < 0 ? static_cast<int>(backends_.size()) - 1 : loc)];
 }
 
@@ -163,7 +245,7 @@ Status Scheduler::copy_inputs(const Split& split) {
   if (split.inputs.empty()) return {};
   std::vector<int> sources;
   for (const Split::Input& in : split.inputs) {
-    const int x = location(*in.storage);
+    const int x = location(current_, *in.storage);
     STRATA_RETURN_IF_ERROR(wait_for(y, x));
     STRATA_RETURN_IF_ERROR(dst.copy_async(*in.copy, *in.source));
     bytes_copied_ += in.bytes;
@@ -207,11 +289,11 @@ Status Scheduler::run_split(const Split& split) {
 }
 
 Status Scheduler::compute_async() {
-  if (graph_ == nullptr) return error(ErrorCode::kInternal, "scheduler: compute before allocate");
+  if (current_ == nullptr) return error(ErrorCode::kInternal, "scheduler: compute before allocate");
   bytes_copied_ = 0;
   // Inputs the caller queued are covered by a signal before anything reads them.
   for (size_t b = 0; b < backends_.size(); ++b) STRATA_RETURN_IF_ERROR(signal(static_cast<int>(b)));
-  for (const Split& split : splits_) {
+  for (const Split& split : current_->splits) {
     Status st = run_split(split);
     if (!st.ok()) {
       (void)synchronize();
@@ -243,11 +325,16 @@ size_t Scheduler::compute_buffer_bytes() const {
   return total;
 }
 
+const std::vector<Split>& Scheduler::splits() const {
+  return current_ != nullptr ? current_->splits : kNoSplits;
+}
+
 std::string Scheduler::describe() const {
+  const std::vector<Split>& all = splits();
   std::ostringstream os;
-  os << "sched: " << splits_.size() << " splits\n";
-  for (size_t i = 0; i < splits_.size(); ++i) {
-    const Split& s = splits_[i];
+  os << "sched: " << all.size() << " splits\n";
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Split& s = all[i];
     os << "  split " << i << " on " << backends_[static_cast<size_t>(s.backend)]->device().name()
        << ": " << s.nodes.size() << " nodes (" << s.nodes.front()->name << " .. "
        << s.nodes.back()->name << ")";
