@@ -49,7 +49,7 @@ Result<GenerateStats> generate(Session& session, const GenerateParams& params,
     ++stats.n_generated;
     on_text(tok.token_to_piece(next));
     if (params.n_predict >= 0 && n + 1 == params.n_predict) break;  // last token needs no decode
-    if (session.n_past() >= session.n_ctx()) {  // context full: stop cleanly
+    if (session.n_past() >= session.n_ctx()) {                      // context full: stop cleanly
       stats.stop = StopReason::kContextFull;
       break;
     }

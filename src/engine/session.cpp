@@ -1,6 +1,7 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -54,6 +55,11 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   auto host_backend = host.make_backend({p.n_threads});
   if (!host_backend.ok()) return host_backend.status();
   s->backends_.push_back(std::move(host_backend).value());
+  if (p.paged) {
+    auto fences = LayerFences::wrap(s->backends_, hp.n_layer);
+    if (!fences.ok()) return fences.status();
+    s->fences_ = std::move(fences).value();
+  }
   for (auto& b : s->backends_) order.push_back(b.get());
 
   auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v},
@@ -112,6 +118,8 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
       in_flight.clear();
     }
   }
+  // The layer fences' timelines say the work has completed; synchronize collects any error.
+  if (st.ok() && fences_) st = fences_->wait(std::chrono::minutes(5));
   const Status done = sched_->synchronize();
   if (st.ok()) st = done;
   if (!st.ok()) {
@@ -164,7 +172,9 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   STRATA_RETURN_IF_ERROR(set(g.kv_slots, f.slots.data(), f.slots.size() * 4));
   STRATA_RETURN_IF_ERROR(set(g.kq_mask, f.mask.data(), f.mask.size() * 4));
   if (g.out_ids != nullptr) STRATA_RETURN_IF_ERROR(set(g.out_ids, &f.out_id, sizeof f.out_id));
+  if (fences_) fences_->arm();
   STRATA_RETURN_IF_ERROR(sched_->compute_async());
+  if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect());
   if (logits_out == nullptr) return {};
   return sched_->backend_of(*g.logits).get_async(*g.logits, logits_out, 0, g.logits->nbytes());
 }

@@ -9,6 +9,7 @@
 #include "backend/device.h"
 #include "core/status.h"
 #include "engine/kv_cache.h"
+#include "engine/layer_fences.h"
 #include "engine/layout.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
@@ -28,6 +29,9 @@ struct SessionParams {
   /// Fused attention (core::flash_attn). Off by default: llama.cpp's golden outputs come from
   /// the unfused path, which rounds the attention probabilities to the V cache's type.
   bool flash_attn = false;
+  /// Run every micro-batch through the paged path (paged::PagedBackend on every backend), cut
+  /// after every layer, each cut signalling a timeline the session waits on. Same results.
+  bool paged = false;
 };
 
 /// Where a layout puts each layer's weights, for model::Model::load.
@@ -63,6 +67,8 @@ class Session {
   const KvCache& cache() const { return *cache_; }
   size_t compute_buffer_bytes() const { return sched_->compute_buffer_bytes(); }
   sched::Scheduler& scheduler() { return *sched_; }
+  /// The layer fences of a paged session (null otherwise).
+  const LayerFences* layer_fences() const { return fences_.get(); }
 
  private:
   Session() = default;
@@ -81,6 +87,7 @@ class Session {
   SessionParams params_;
   std::vector<std::unique_ptr<backend::Backend>> backends_;  // devices first, host last
   std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<LayerFences> fences_;  // with params.paged
   std::unique_ptr<sched::Scheduler> sched_;
   std::vector<float> logits_;
 };

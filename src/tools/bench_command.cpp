@@ -247,6 +247,7 @@ struct Report {
   std::string layout;  ///< which device holds which layers
   std::string type_k, type_v;
   bool flash_attn = false;
+  bool paged = false;
   int threads = 0;
   int64_t n_ubatch = 0;
   int64_t n_ctx = 0;
@@ -299,7 +300,8 @@ void print_table(const Report& r) {
   std::printf("%s\n", rule.c_str());
   for (const auto& row : rows) print_row(row);
 
-  std::printf("\nlayout: %s\n", r.layout.c_str());
+  std::printf("\nlayout: %s%s\n", r.layout.c_str(),
+              r.paged ? " (paged: cut after every layer)" : "");
   std::printf("kv cache: k %s, v %s; attention: %s\n", r.type_k.c_str(), r.type_v.c_str(),
               r.flash_attn ? "flash (fused)" : "unfused");
   std::printf("memory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
@@ -358,6 +360,7 @@ void print_json(const Report& r) {
   };
   field("model_file", json_string(r.model.file));
   field("layout", json_string(r.layout));
+  field("paged", r.paged ? "true" : "false");
   field("model_type", json_string(r.model.type));
   field("model_size", std::to_string(r.model.bytes));
   field("model_n_params", std::to_string(r.model.params));
@@ -385,7 +388,8 @@ void print_json(const Report& r) {
         std::string(i ? ", " : "") + "{\"test\": " + json_string(t.name) +
         ", \"n_prompt\": " + std::to_string(t.n_prompt) +
         ", \"n_gen\": " + std::to_string(t.n_gen) + ", \"n_depth\": " + std::to_string(t.depth) +
-        ", \"avg_ts\": " + json_number(t.avg_ts) + ", \"stddev_ts\": " + json_number(t.stddev_ts) +
+        ", \"paged\": " + (r.paged ? "true" : "false") + ", \"avg_ts\": " + json_number(t.avg_ts) +
+        ", \"stddev_ts\": " + json_number(t.stddev_ts) +
         ", \"samples_ts\": " + json_array(samples_ts) +
         ", \"samples_ns\": " + json_array(samples_ns) +
         (pp ? ", \"compute_share\": " + json_number(t.share)
@@ -433,6 +437,7 @@ int bench_command(const std::vector<std::string>& args) {
   r.type_k = std::string(core::type_name(sp.type_k));
   r.type_v = std::string(core::type_name(sp.type_v));
   r.flash_attn = sp.flash_attn;
+  r.paged = o.layout.paged;
 
   // Probes before the timed tests, on an otherwise idle machine.
   auto bandwidth = probe_read_bandwidth(r.threads);

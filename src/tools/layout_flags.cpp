@@ -79,6 +79,9 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_bool({"-nkvo", "--no-kv-offload"}, &o.no_kv_offload, "keep the KV cache on the host");
   f.add_bool({"--no-pipeline"}, &o.no_pipeline,
              "finish each micro-batch before queuing the next (no overlap across devices)");
+  f.add_bool({"--paged"}, &o.paged,
+             "run through the paged path: a boundary schedule cutting after every layer, each "
+             "cut signalling a timeline the engine waits on (same output)");
 }
 
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
@@ -152,6 +155,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   out.model = std::move(m).value();
   engine::SessionParams sp = params;
   sp.pipeline = !o.no_pipeline;
+  sp.paged = o.paged;
   auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);
   if (!s.ok()) return s.status();
   out.session = std::move(s).value();

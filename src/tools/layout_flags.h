@@ -1,5 +1,6 @@
-// The device-layout flags shared by run and bench: --devices/--partitions/--device-mem,
-// -ngl, -sm, -ts, --no-kv-offload; and loading a model and session with them.
+// The device-layout flags shared by run, bench and perplexity: --devices/--partitions/
+// --device-mem, -ngl, -sm, -ts, --no-kv-offload, --no-pipeline, --paged; and loading a model
+// and session with them.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@ struct LayoutOptions {
   std::string tensor_split;  ///< "3,1"
   bool no_kv_offload = false;
   bool no_pipeline = false;  ///< run micro-batches one at a time across devices
+  bool paged = false;        ///< run through the paged path, cut after every layer
 };
 
 void add_layout_flags(FlagSet& flags, LayoutOptions& o);

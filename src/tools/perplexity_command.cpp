@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/layout_flags.h"
 
 namespace strata::tools {
 namespace {
@@ -25,6 +26,7 @@ struct PerplexityOptions {
   int64_t threads = 0;
   bool flash_attn = false;
   bool help = false;
+  LayoutOptions layout;
 };
 
 void add_flags(FlagSet& f, PerplexityOptions& o) {
@@ -36,6 +38,7 @@ void add_flags(FlagSet& f, PerplexityOptions& o) {
   f.add_int({"-t", "--threads"}, &o.threads, "worker threads (default: all cores)");
   f.add_bool({"-fa", "--flash-attn"}, &o.flash_attn, "fused attention (see strata run)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
+  add_layout_flags(f, o.layout);
 }
 
 Status invalid(const std::string& message) {
@@ -80,26 +83,25 @@ int perplexity_command(const std::vector<std::string>& args) {
   auto text = read_text(o.file);
   if (!text.ok()) return report_error("perplexity", text.status());
 
-  auto& device = devices::host_device();
-  auto model = model::Model::load(o.model, device.buffer_type());
-  if (!model.ok()) return report_error("perplexity", model.status());
   engine::SessionParams sp;
   sp.n_ctx = o.ctx;
   sp.n_batch = std::min(o.batch, o.ctx);
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.flash_attn = o.flash_attn;
-  auto session = engine::Session::create(**model, device, sp);
-  if (!session.ok()) return report_error("perplexity", session.status());
+  auto loaded = load_with_layout(o.model, o.layout, sp);
+  if (!loaded.ok()) return report_error("perplexity", loaded.status());
+  const model::Model* model = loaded->model.get();
+  engine::Session* session = loaded->session.get();
 
   const auto t_tok = std::chrono::steady_clock::now();
-  const std::vector<int32_t> tokens = (*model)->tokenizer().encode(*text, /*add_special=*/true);
+  const std::vector<int32_t> tokens = model->tokenizer().encode(*text, /*add_special=*/true);
   const double tokenize_s = seconds_since(t_tok);
   engine::PerplexityParams pp;
   pp.n_ctx = o.ctx;
   pp.n_batch = sp.n_batch;
   auto result =
-      engine::compute_perplexity(**session, tokens, pp, [&](const engine::PerplexityChunk& c) {
+      engine::compute_perplexity(*session, tokens, pp, [&](const engine::PerplexityChunk& c) {
         // Said once the run is known to go ahead, so that an error stays a single line.
         if (c.index == 0) {
           std::fprintf(stderr, "perplexity: tokenization took %.1f ms, %zu tokens\n",

@@ -1,0 +1,67 @@
+#include "engine/layer_fences.h"
+
+#include <algorithm>
+
+#include "backend/device.h"
+
+namespace strata::engine {
+
+Result<std::unique_ptr<LayerFences>> LayerFences::wrap(
+    std::vector<std::unique_ptr<backend::Backend>>& backends, int64_t n_layer) {
+  std::unique_ptr<LayerFences> f(new LayerFences());
+  for (int64_t l = 0; l < n_layer; ++l)
+    f->layer_ends_.push_back("blk." + std::to_string(l) + ".l_out");
+  for (auto& b : backends) {
+    auto ev = b->device().make_event();
+    if (!ev.ok()) return ev.status().with_context("--paged");
+    f->events_.push_back(std::move(ev).value());
+    auto wrapped = std::make_unique<paged::PagedBackend>(std::move(b));
+    f->backends_.push_back(wrapped.get());
+    b = std::move(wrapped);
+  }
+  f->pending_.assign(f->backends_.size(), 0);
+  return f;
+}
+
+void LayerFences::arm() {
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    // Left over from a micro-batch that failed after queuing part of its segments.
+    (void)backends_[b]->take_queued_signals();
+    paged::BoundarySchedule s;
+    s.cuts.reserve(layer_ends_.size());
+    for (size_t l = 0; l < layer_ends_.size(); ++l)
+      s.cuts.push_back({layer_ends_[l], {events_[b].get(), base_ + l + 1}});
+    backends_[b]->set_schedule(std::move(s));
+  }
+  base_ += layer_ends_.size();
+}
+
+Status LayerFences::collect() {
+  size_t found = 0;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    for (const paged::Fence& f : backends_[b]->take_queued_signals()) {
+      pending_[b] = std::max(pending_[b], f.value);
+      ++found;
+    }
+  }
+  signals_ += found;
+  if (found != layer_ends_.size()) {
+    return error(ErrorCode::kInternal, "--paged: " + std::to_string(found) + " of " +
+                                           std::to_string(layer_ends_.size()) +
+                                           " layer boundaries (blk.N.l_out) found in the graph");
+  }
+  return {};
+}
+
+Status LayerFences::wait(std::chrono::nanoseconds timeout) {
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (pending_[b] == 0) continue;
+    if (events_[b]->wait(pending_[b], timeout) != backend::WaitResult::kReached) {
+      return error(ErrorCode::kInternal, "--paged: " + std::string(backends_[b]->device().name()) +
+                                             " did not signal layer completion in time");
+    }
+  }
+  return {};
+}
+
+}  // namespace strata::engine

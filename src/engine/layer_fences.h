@@ -1,0 +1,48 @@
+// `--paged`: every micro-batch runs through the paged path, cut after every layer, each cut
+// signalling a timeline the engine waits on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/event.h"
+#include "core/status.h"
+#include "paged/paged_backend.h"
+
+namespace strata::engine {
+
+/// Wraps a session's backends in paged backends whose boundary schedules cut the graph after
+/// each layer's output ("blk.N.l_out"). Each backend signals its own device's timeline, so
+/// whichever device runs a layer reports it; per micro-batch the values rise by n_layer.
+class LayerFences {
+ public:
+  /// Replaces every backend in `backends` by a paged wrapper of it. kUnsupported when a
+  /// device has no events.
+  static Result<std::unique_ptr<LayerFences>> wrap(
+      std::vector<std::unique_ptr<backend::Backend>>& backends, int64_t n_layer);
+
+  /// Sets the schedules for the next micro-batch (call before queuing it).
+  void arm();
+  /// After the micro-batch is queued: checks that every layer boundary was found once.
+  Status collect();
+  /// Blocks until every signal collected so far has fired (kInternal after `timeout`).
+  Status wait(std::chrono::nanoseconds timeout);
+  /// Layer boundaries signalled since construction.
+  uint64_t signals() const { return signals_; }
+
+ private:
+  LayerFences() = default;
+
+  std::vector<paged::PagedBackend*> backends_;
+  std::vector<std::unique_ptr<backend::Event>> events_;  // one per backend, on its device
+  std::vector<std::string> layer_ends_;
+  std::vector<uint64_t> pending_;  // per backend: the value its last collected signal reaches
+  uint64_t base_ = 0;
+  uint64_t signals_ = 0;
+};
+
+}  // namespace strata::engine
