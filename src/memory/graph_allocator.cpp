@@ -115,8 +115,10 @@ Status GraphAllocator::ensure_capacity(size_t bytes) {
     old.reset();
     buf = type_->allocate(bytes);
     if (!buf.ok()) {
+      // Back to the old size (a new buffer: what was placed in the old one is stale).
       auto back = type_->allocate(old_size);
       if (back.ok()) buffer_ = std::move(back).value();
+      ++generation_;
     }
   }
   if (!buf.ok()) return buf.status().with_context("compute buffer");

@@ -6,10 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/ops.h"
 #include "devices/budget_buffer_type.h"
 #include "devices/cpu_topology.h"
 #include "devices/host_device.h"
 #include "devices/partition_device.h"
+#include "memory/graph_allocator.h"
 #include "test_net.h"
 
 namespace strata::devices {
@@ -101,6 +103,42 @@ TEST(Budget, FailedAllocationLeavesThePartitionUsable) {
   auto out = test::run_net(**be, **net, input);
   ASSERT_TRUE(out.ok()) << out.status().message();
   for (float v : *out) EXPECT_TRUE(std::isfinite(v));
+}
+
+}  // namespace
+}  // namespace strata::devices
+
+namespace strata::devices {
+namespace {
+
+// A compute buffer that cannot grow keeps its size: graphs that fitted still place. (Under a
+// budget the old buffer is freed for a second try; then one of the old size comes back, and
+// the generation says that placements into the old one are stale.)
+TEST(Budget, FailedGrowOfTheGraphAllocatorKeepsItsBuffer) {
+  BudgetBufferType type("part:0", 1 * kMiB, -1);
+  memory::GraphAllocator alloc(type);
+  auto graph_of = [](core::Context& ctx, int64_t n) {
+    core::Tensor* x = ctx.new_tensor(core::Type::kF32, {n, 1, 1, 1}, "x");
+    core::Tensor* y = core::scale(ctx, x, 2.0f);
+    core::Tensor* outs[] = {y};
+    return core::build_graph(outs);
+  };
+  core::Context small_ctx;
+  core::Graph small = graph_of(small_ctx, 16 * 1024);  // 128 KiB
+  ASSERT_TRUE(alloc.allocate(small).ok());
+  const size_t size = alloc.buffer_size();
+  core::Context big_ctx;
+  core::Graph big = graph_of(big_ctx, 512 * 1024);  // 4 MiB: over the budget
+  Status st = alloc.allocate(big);
+  EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory);
+  EXPECT_EQ(alloc.buffer_size(), size);
+  EXPECT_GT(alloc.generation(), 1u);
+  core::Context again_ctx;
+  core::Graph again = graph_of(again_ctx, 16 * 1024);
+  const uint64_t generation = alloc.generation();
+  ASSERT_TRUE(alloc.allocate(again).ok());
+  EXPECT_EQ(alloc.generation(), generation) << "no new allocation for a graph that fits";
+  EXPECT_NE(again.nodes.back()->data, nullptr);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The scheduler against the plain single-backend run: splits, copies, views, asynchrony.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <vector>
@@ -205,6 +206,73 @@ TEST(Scheduler, OutOfBudgetAllocationFailsAndLeavesTheSchedulerUsable) {
   double expect = 0;
   for (int k = 0; k < 64; ++k) expect += 0.5 * wd[k];
   EXPECT_NEAR(ys[0], expect, 1e-4);
+}
+
+}  // namespace
+}  // namespace strata::sched
+
+namespace strata::sched {
+namespace {
+
+// Planning works on the scheduler's own copy: the caller's nodes keep their sources (no
+// re-pointing at input copies), and only get the memory of their copies.
+TEST(PlanCache, TheCallersGraphIsNotRewritten) {
+  auto parts = devices::make_partitions(2, 0);
+  ASSERT_TRUE(parts.ok());
+  Weights w;
+  const Net net = make_net(w, (*parts)[0]->buffer_type());
+  auto host_be = devices::host_device().make_backend({1});
+  auto dev_be = (*parts)[0]->make_backend({});
+  Scheduler s({dev_be->get(), host_be->get()});
+  Built b = build(net);
+  std::vector<std::array<Tensor*, core::kMaxSrc>> srcs;
+  for (Tensor* n : b.graph.nodes) srcs.push_back(n->src);
+  ASSERT_TRUE(s.allocate(b.graph).ok());
+  ASSERT_GE(s.splits().size(), 2u);
+  for (size_t i = 0; i < b.graph.nodes.size(); ++i) {
+    EXPECT_EQ(b.graph.nodes[i]->src, srcs[i]) << b.graph.nodes[i]->name;
+    EXPECT_NE(b.graph.nodes[i]->data, nullptr) << b.graph.nodes[i]->name;
+  }
+  // What runs are copies with the same names.
+  for (const Split& sp : s.splits()) {
+    for (const Tensor* n : sp.nodes) {
+      EXPECT_EQ(std::find(b.graph.nodes.begin(), b.graph.nodes.end(), n), b.graph.nodes.end());
+    }
+  }
+  EXPECT_EQ(s.splits().back().nodes.back()->name, b.out->name);
+}
+
+TEST(PlanCache, SameShapeReusesThePlanAndAnotherShapePlansAgain) {
+  auto parts = devices::make_partitions(2, 0);
+  ASSERT_TRUE(parts.ok());
+  Weights w;
+  const Net net = make_net(w, (*parts)[1]->buffer_type());
+  auto host_be = devices::host_device().make_backend({1});
+  auto dev_be = (*parts)[1]->make_backend({});
+  Scheduler s({dev_be->get(), host_be->get()});
+  Scheduler fresh({dev_be->get(), host_be->get()});
+  const std::vector<int32_t> ids = {3, 1, 4, 1, 5, 9};
+  const auto expected = run(fresh, net, ids, nullptr);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(s, net, ids, nullptr), expected);
+  EXPECT_EQ(s.plans_built(), 1u);
+  EXPECT_EQ(s.plans_reused(), 4u);
+  // The same graph object allocated again keeps its signature (its placement is ours).
+  Built b = build(net);
+  ASSERT_TRUE(s.allocate(b.graph).ok());
+  ASSERT_TRUE(s.allocate(b.graph).ok());
+  EXPECT_EQ(s.plans_built(), 1u);
+  // Another shape: a graph over 12 ids instead of 6 plans again; afterwards the first shape
+  // still runs from its plan, placed anew if the compute buffer had to grow.
+  core::Context ctx;
+  Tensor* ids12 = ctx.new_tensor(core::Type::kI32, {12, 1, 1, 1}, "ids");
+  Tensor* rows = core::get_rows(ctx, net.table, ids12);
+  Tensor* big = core::mul_mat(ctx, net.w_dev, rows);
+  Tensor* outs[] = {big};
+  core::Graph g12 = core::build_graph(outs);
+  ASSERT_TRUE(s.allocate(g12).ok());
+  EXPECT_EQ(s.plans_built(), 2u);
+  EXPECT_EQ(run(s, net, ids, nullptr), expected);
+  EXPECT_EQ(s.plans_built(), 2u);
 }
 
 }  // namespace
