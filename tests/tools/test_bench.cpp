@@ -22,6 +22,7 @@ using strata::testing::Outcome;
 using strata::testing::run;
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 size_t lines(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -83,6 +84,22 @@ TEST(BenchCli, JsonHasEveryFieldAndPositiveRates) {
   EXPECT_GT(json_value(o.out, "compute_share", pp), 0.0);
   EXPECT_GT(json_value(o.out, "bytes_per_token", tg), 0.0);
   EXPECT_GT(json_value(o.out, "bandwidth_share", tg), 0.0);
+}
+
+TEST(BenchCli, JsonSaysWhetherTheRunWasPaged) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome plain = run("bench -m " + kStories + " -p 16 -n 4 -r 1 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_THAT(plain.out, HasSubstr("\"paged\": false"));
+  const Outcome paged = run("bench -m " + kStories + " -p 16 -n 4 -r 1 --json --paged");
+  ASSERT_EQ(paged.exit_code, 0) << paged.out;
+  EXPECT_THAT(paged.out, Not(HasSubstr("\"paged\": false")));
+  // Once at the top and once in each test row.
+  size_t rows = 0;
+  for (size_t at = paged.out.find("\"paged\": true"); at != std::string::npos;
+       at = paged.out.find("\"paged\": true", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 3u) << paged.out;
 }
 
 TEST(BenchCli, ZeroSkipsATest) {

@@ -96,6 +96,20 @@ TEST(Cli, RunAcrossPartitionsGivesTheSameText) {
   EXPECT_EQ(split.out.substr(0, split.out.find('\n')), plain.out.substr(0, plain.out.find('\n')));
 }
 
+TEST(Cli, PagedRunGivesTheSameTextOnEveryLayout) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base = "run -m " + kStories + " -p 'Once upon a time' -n 24 --temp 0";
+  const Outcome plain = run(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  for (const char* layout :
+       {"", " --partitions 2 -ngl 99 -ts 3,1", " --partitions 3 -ngl 2 -nkvo"}) {
+    const Outcome paged = run(base + " --paged" + layout);
+    ASSERT_EQ(paged.exit_code, 0) << layout << paged.out;
+    EXPECT_EQ(paged.out.substr(0, paged.out.find('\n')), plain.out.substr(0, plain.out.find('\n')))
+        << layout;
+  }
+}
+
 TEST(Cli, DevicesListsTheHostAndPartitions) {
   const Outcome o = run("devices --partitions 2 --device-mem 512M");
   ASSERT_EQ(o.exit_code, 0) << o.out;

@@ -61,6 +61,26 @@ TEST(PerplexityCli, PrintsRunningAndFinalEstimates) {
   EXPECT_GT(std::stod(m[2]), 0.0);
 }
 
+// The final estimate is the same through the paged path and across partitions.
+TEST(PerplexityCli, PagedAndLaidOutRunsPrintTheSameEstimate) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string text = write_stories("paged", 40);
+  const std::string base = "perplexity -m " + kStories + " -f " + text + " -c 128 -t 2";
+  auto estimate = [](const Outcome& o) {
+    const size_t at = o.out.find("Final estimate");
+    return at == std::string::npos ? std::string() : o.out.substr(at);
+  };
+  const Outcome plain = run(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  ASSERT_FALSE(estimate(plain).empty());
+  for (const char* extra :
+       {" --paged", " --paged --partitions 2 -ngl 99", " --partitions 2 -ngl 3"}) {
+    const Outcome o = run(base + extra);
+    ASSERT_EQ(o.exit_code, 0) << extra << o.out;
+    EXPECT_EQ(estimate(o), estimate(plain)) << extra;
+  }
+}
+
 TEST(PerplexityCli, TooShortTextSaysHowManyTokensAreNeeded) {
   if (!have_stories()) GTEST_SKIP();
   const std::string text = write_stories("short", 2);
