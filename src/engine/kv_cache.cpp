@@ -1,6 +1,7 @@
 #include "engine/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -19,41 +20,97 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     }
   }
   auto cache = std::unique_ptr<KvCache>(new KvCache());
+  const KvPagingConfig& paging = config.paging;
+  if (paging.enabled() && !(paging.resident_fraction >= 0 && paging.resident_fraction <= 1)) {
+    return error(ErrorCode::kInvalidArgument, "kv cache: resident share must be in (0, 1]");
+  }
+  // Layers whose cache goes to the same memory share one buffer.
   struct Group {
     memory::BufferType* type;
+    std::vector<int64_t> layers;
     std::vector<core::Tensor*> tensors;
     size_t bytes = 0;
-    int64_t layers = 0;
   };
   std::vector<Group> groups;
-  const int64_t cells = (config.n_cells + kCellPad - 1) / kCellPad * kCellPad;
   for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const std::string p = "cache_" + std::to_string(il);
-    core::Tensor* k =
-        cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), cells, 1, 1}, p + "_k");
-    core::Tensor* v =
-        cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), cells, 1, 1}, p + "_v");
-    cache->tensors_.k.push_back(k);
-    cache->tensors_.v.push_back(v);
     memory::BufferType& type = placement(il);
     auto it =
         std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.type == &type; });
-    if (it == groups.end()) it = groups.insert(groups.end(), Group{&type, {}, 0, 0});
-    const size_t align = type.alignment();
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{&type, {}, {}, 0});
+    it->layers.push_back(il);
+  }
+  const int64_t cells = (config.n_cells + kCellPad - 1) / kCellPad * kCellPad;
+  auto new_pair = [&](Group& g, const std::string& name) {
+    core::Tensor* k =
+        cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), cells, 1, 1}, name + "_k");
+    core::Tensor* v =
+        cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), cells, 1, 1}, name + "_v");
+    const size_t align = g.type->alignment();
     for (core::Tensor* t : {k, v}) {
-      it->tensors.push_back(t);
-      it->bytes += (t->nbytes() + align - 1) / align * align;
+      g.tensors.push_back(t);
+      g.bytes += (t->nbytes() + align - 1) / align * align;
     }
-    ++it->layers;
+    return KvPaging::Slot{k, v};
+  };
+  cache->tensors_.k.assign(static_cast<size_t>(hp.n_layer), nullptr);
+  cache->tensors_.v.assign(static_cast<size_t>(hp.n_layer), nullptr);
+  if (paging.enabled()) cache->paging_ = std::make_unique<KvPaging>();
+  KvPaging* pg = cache->paging_.get();
+  if (pg != nullptr) pg->slot_of_layer.assign(static_cast<size_t>(hp.n_layer), -1);
+  for (Group& g : groups) {
+    if (pg == nullptr) {
+      for (int64_t il : g.layers) {
+        const auto pair = new_pair(g, "cache_" + std::to_string(il));
+        cache->tensors_.k[static_cast<size_t>(il)] = pair.k;
+        cache->tensors_.v[static_cast<size_t>(il)] = pair.v;
+      }
+      continue;
+    }
+    // Resident slots: a share of the group's layers, or as many as the bytes hold.
+    const auto n = static_cast<int64_t>(g.layers.size());
+    const size_t align = g.type->alignment();
+    auto padded = [align](size_t b) { return (b + align - 1) / align * align; };
+    const size_t per_layer =
+        padded(core::row_size(config.type_k, hp.n_embd_kv()) * static_cast<size_t>(cells)) +
+        padded(core::row_size(config.type_v, hp.n_embd_kv()) * static_cast<size_t>(cells));
+    int64_t n_slots =
+        paging.resident_fraction > 0
+            ? static_cast<int64_t>(std::ceil(paging.resident_fraction * static_cast<double>(n)))
+            : static_cast<int64_t>(paging.resident_bytes / per_layer);
+    if (n_slots < 1) {
+      return error(ErrorCode::kInvalidArgument,
+                   "kv cache: " + memory::format_bytes(paging.resident_bytes) +
+                       " resident holds no layer on " + std::string(g.type->name()) +
+                       " (one layer of " + std::to_string(config.n_cells) + " cells needs " +
+                       memory::format_bytes(per_layer) + ")");
+    }
+    n_slots = std::min(n_slots, n);
+    const int first_slot = static_cast<int>(pg->slots.size());
+    for (int64_t i = 0; i < n_slots; ++i) {
+      pg->slots.push_back(new_pair(g, "kv_slot_" + std::to_string(pg->slots.size())));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int slot = first_slot + static_cast<int>(i % n_slots);
+      const auto il = static_cast<size_t>(g.layers[static_cast<size_t>(i)]);
+      pg->slot_of_layer[il] = slot;
+      cache->tensors_.k[il] = pg->slots[static_cast<size_t>(slot)].k;
+      cache->tensors_.v[il] = pg->slots[static_cast<size_t>(slot)].v;
+    }
   }
   for (Group& g : groups) {
     auto buf = g.type->allocate(g.bytes);
     if (!buf.ok()) {
-      return error(ErrorCode::kOutOfMemory, "kv cache: " + std::string(g.type->name()) + " needs " +
-                                                memory::format_bytes(g.bytes) + " for " +
-                                                std::to_string(g.layers) + " layers of " +
-                                                std::to_string(config.n_cells) +
-                                                " cells: " + buf.status().message());
+      return error(
+          ErrorCode::kOutOfMemory,
+          "kv cache: " + std::string(g.type->name()) + " needs " + memory::format_bytes(g.bytes) +
+              " for " +
+              (pg != nullptr ? std::to_string(g.tensors.size() / 2) + " resident of " : "") +
+              std::to_string(g.layers.size()) + " layers of " + std::to_string(config.n_cells) +
+              " cells: " + buf.status().message());
+    }
+    if (pg != nullptr && !(*buf)->is_host()) {
+      return error(ErrorCode::kUnsupported, "kv cache: paging into " + std::string(g.type->name()) +
+                                                " needs memory the host can address");
     }
     // Zeroed so cells a mask hides can never inject NaN or inf into attention.
     if ((*buf)->is_host()) std::memset((*buf)->base(), 0, (*buf)->size());
@@ -64,6 +121,16 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
       offset += (t->nbytes() + align - 1) / align * align;
     }
     cache->buffers_.push_back(std::move(buf).value());
+  }
+  if (pg != nullptr) {
+    pg->row_k = core::row_size(config.type_k, hp.n_embd_kv());
+    pg->row_v = core::row_size(config.type_v, hp.n_embd_kv());
+    pg->cells = cells;
+    const size_t home_bytes = pg->layer_bytes() * static_cast<size_t>(hp.n_layer);
+    auto home = paging.home_file.empty() ? KvHome::in_memory(home_bytes)
+                                         : KvHome::in_file(paging.home_file, home_bytes);
+    if (!home.ok()) return home.status();
+    pg->home = std::move(home).value();
   }
   cache->cell_pos_.assign(static_cast<size_t>(cells), -1);
   cache->capacity_ = config.n_cells;

@@ -23,7 +23,7 @@ Result<std::unique_ptr<LayerFences>> LayerFences::wrap(
   return f;
 }
 
-void LayerFences::arm() {
+uint64_t LayerFences::arm(std::span<const paged::WaitPoint> waits) {
   for (size_t b = 0; b < backends_.size(); ++b) {
     // Left over from a micro-batch that failed after queuing part of its segments.
     (void)backends_[b]->take_queued_signals();
@@ -31,9 +31,23 @@ void LayerFences::arm() {
     s.cuts.reserve(layer_ends_.size());
     for (size_t l = 0; l < layer_ends_.size(); ++l)
       s.cuts.push_back({layer_ends_[l], {events_[b].get(), base_ + l + 1}});
+    s.waits.assign(waits.begin(), waits.end());
     backends_[b]->set_schedule(std::move(s));
   }
+  const uint64_t base = base_;
   base_ += layer_ends_.size();
+  return base;
+}
+
+void LayerFences::abandon() {
+  for (auto& e : events_) e->signal(base_);
+  std::fill(pending_.begin(), pending_.end(), 0);
+}
+
+std::vector<backend::Event*> LayerFences::events() const {
+  std::vector<backend::Event*> out;
+  for (const auto& e : events_) out.push_back(e.get());
+  return out;
 }
 
 Status LayerFences::collect() {

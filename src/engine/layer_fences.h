@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,14 +26,21 @@ class LayerFences {
   static Result<std::unique_ptr<LayerFences>> wrap(
       std::vector<std::unique_ptr<backend::Backend>>& backends, int64_t n_layer);
 
-  /// Sets the schedules for the next micro-batch (call before queuing it).
-  void arm();
+  /// Sets the schedules for the next micro-batch (call before queuing it), with `waits` on
+  /// every backend. Returns the base of its timeline values: layer l is done once a backend's
+  /// timeline reaches base + l + 1.
+  uint64_t arm(std::span<const paged::WaitPoint> waits = {});
   /// After the micro-batch is queued: checks that every layer boundary was found once.
   Status collect();
   /// Blocks until every signal collected so far has fired (kInternal after `timeout`).
   Status wait(std::chrono::nanoseconds timeout);
+  /// After a failed decode has been synchronized: raises every timeline past all values
+  /// armed, so nothing waits for layers of micro-batches that never ran.
+  void abandon();
   /// Layer boundaries signalled since construction.
   uint64_t signals() const { return signals_; }
+  /// The timelines, one per backend in the session's order.
+  std::vector<backend::Event*> events() const;
 
  private:
   LayerFences() = default;

@@ -38,6 +38,7 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   if (p.n_batch < 1) return invalid("batch size must be at least 1");
   if (p.n_ubatch < 1) return invalid("micro-batch size must be at least 1");
   p.n_ubatch = std::min(p.n_ubatch, p.n_batch);
+  if (p.kv_paging.enabled()) p.paged = true;
   if (core::is_quantized(p.type_v) && !p.flash_attn) {
     return invalid("a " + std::string(core::type_name(p.type_v)) +
                    " V cache needs flash attention (-fa): the unfused path reads V transposed");
@@ -62,7 +63,7 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   }
   for (auto& b : s->backends_) order.push_back(b.get());
 
-  auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v},
+  auto cache = KvCache::create(hp, {p.n_ctx, p.type_k, p.type_v, p.kv_paging},
                                [&layout, &host](int64_t layer) -> memory::BufferType& {
                                  backend::Device* d = layout.kv_device_of(layer);
                                  return d != nullptr ? d->buffer_type() : host.buffer_type();
@@ -70,6 +71,22 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   if (!cache.ok()) return cache.status();
   s->cache_ = std::move(cache).value();
   s->sched_ = std::make_unique<sched::Scheduler>(std::move(order));
+  if (KvPaging* paging = s->cache_->paging()) {
+    auto admit = host.make_event();
+    if (!admit.ok()) return admit.status();
+    s->admit_ = std::move(admit).value();
+    // The backend that usually runs a layer (devices first, the host last) reports it first.
+    std::vector<int> likely;
+    const int host_index = static_cast<int>(s->backends_.size()) - 1;
+    for (int64_t l = 0; l < hp.n_layer; ++l) {
+      const int d = l < static_cast<int64_t>(layout.layer_device.size())
+                        ? layout.layer_device[static_cast<size_t>(l)]
+                        : -1;
+      likely.push_back(d < 0 ? host_index : d);
+    }
+    s->pager_ = std::make_unique<KvPager>(*paging, hp.n_layer, s->fences_->events(),
+                                          std::move(likely), *s->admit_);
+  }
 
   // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
@@ -122,7 +139,12 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
   if (st.ok() && fences_) st = fences_->wait(std::chrono::minutes(5));
   const Status done = sched_->synchronize();
   if (st.ok()) st = done;
+  if (pager_) {
+    const Status paged = pager_->take_error();
+    if (st.ok()) st = paged;
+  }
   if (!st.ok()) {
+    if (fences_) fences_->abandon();
     cache_->rollback(n_past() - start);
     return st;
   }
@@ -172,11 +194,23 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   STRATA_RETURN_IF_ERROR(set(g.kv_slots, f.slots.data(), f.slots.size() * 4));
   STRATA_RETURN_IF_ERROR(set(g.kq_mask, f.mask.data(), f.mask.size() * 4));
   if (g.out_ids != nullptr) STRATA_RETURN_IF_ERROR(set(g.out_ids, &f.out_id, sizeof f.out_id));
-  if (fences_) fences_->arm();
+  if (pager_) {
+    const std::vector<paged::WaitPoint> waits = pager_->next_waits();
+    const uint64_t base = fences_->arm(waits);
+    // Posted before the graph is queued: a synchronous backend blocks in its first wait.
+    pager_->post({base, *first_cell, T, shape.n_kv});
+  } else if (fences_) {
+    fences_->arm();
+  }
   STRATA_RETURN_IF_ERROR(sched_->compute_async());
   if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect());
   if (logits_out == nullptr) return {};
   return sched_->backend_of(*g.logits).get_async(*g.logits, logits_out, 0, g.logits->nbytes());
+}
+
+Session::~Session() {
+  // Queued work may wait on the pager: let it finish before the pager stops.
+  if (sched_) (void)sched_->synchronize();
 }
 
 int64_t Session::n_outputs() const {

@@ -9,6 +9,7 @@
 #include "backend/device.h"
 #include "core/status.h"
 #include "engine/kv_cache.h"
+#include "engine/kv_pager.h"
 #include "engine/layer_fences.h"
 #include "engine/layout.h"
 #include "model/model.h"
@@ -32,6 +33,9 @@ struct SessionParams {
   /// Run every micro-batch through the paged path (paged::PagedBackend on every backend), cut
   /// after every layer, each cut signalling a timeline the session waits on. Same results.
   bool paged = false;
+  /// KV paging (implies `paged`): only part of the KV cache is resident, the rest lives in a
+  /// home tier and a pager moves layers in and out while compute runs.
+  KvPagingConfig kv_paging;
 };
 
 /// Where a layout puts each layer's weights, for model::Model::load.
@@ -69,6 +73,9 @@ class Session {
   sched::Scheduler& scheduler() { return *sched_; }
   /// The layer fences of a paged session (null otherwise).
   const LayerFences* layer_fences() const { return fences_.get(); }
+  /// What KV paging moved so far (zeros without paging).
+  KvPagingStats kv_paging_stats() const { return pager_ ? pager_->stats() : KvPagingStats{}; }
+  ~Session();
 
  private:
   Session() = default;
@@ -89,6 +96,8 @@ class Session {
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<LayerFences> fences_;  // with params.paged
   std::unique_ptr<sched::Scheduler> sched_;
+  std::unique_ptr<backend::Event> admit_;  // the pager's admissions (a host event)
+  std::unique_ptr<KvPager> pager_;         // with params.kv_paging
   std::vector<float> logits_;
 };
 

@@ -1,5 +1,6 @@
 #include "tools/layout_flags.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "devices/byte_size.h"
@@ -28,6 +29,30 @@ Result<std::vector<float>> parse_split(const std::string& text) {
     out.push_back(f);
   }
   return out;
+}
+
+// "--kv-resident 25%" (a share of each device's layers) or "--kv-resident 256M" (bytes).
+Result<engine::KvPagingConfig> parse_kv_paging(const LayoutOptions& o) {
+  engine::KvPagingConfig c;
+  c.home_file = o.kv_home;
+  if (o.kv_resident.empty()) {
+    if (!o.kv_home.empty()) return invalid("--kv-home needs --kv-resident (SIZE or N%)");
+    return c;
+  }
+  const std::string& t = o.kv_resident;
+  if (t.back() == '%') {
+    char* end = nullptr;
+    const double pct = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size() - 1 || !(pct > 0.0 && pct <= 100.0))
+      return invalid("--kv-resident: bad share '" + t + "' (want 1% to 100%)");
+    c.resident_fraction = pct / 100.0;
+    return c;
+  }
+  auto bytes = devices::parse_byte_size(t);
+  if (!bytes.ok()) return bytes.status().with_context("--kv-resident");
+  if (*bytes == 0) return invalid("--kv-resident must be positive");
+  c.resident_bytes = *bytes;
+  return c;
 }
 
 Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
@@ -82,6 +107,10 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_bool({"--paged"}, &o.paged,
              "run through the paged path: a boundary schedule cutting after every layer, each "
              "cut signalling a timeline the engine waits on (same output)");
+  f.add_string({"--kv-resident"}, &o.kv_resident,
+               "KV paging: keep only this much KV cache resident per device, e.g. 256M or 25% "
+               "(the rest lives in host memory or --kv-home; implies --paged)");
+  f.add_string({"--kv-home"}, &o.kv_home, "KV paging: keep the whole KV cache in this file");
 }
 
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
@@ -124,6 +153,8 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   if (!devs.ok()) return devs.status();
   auto split = parse_split(o.tensor_split);
   if (!split.ok()) return split.status();
+  auto kv_paging = parse_kv_paging(o);
+  if (!kv_paging.ok()) return kv_paging.status();
   engine::LayoutParams lp;
   lp.devices = *devs;
   // -sm none: everything offloaded goes to the first device.
@@ -156,6 +187,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   engine::SessionParams sp = params;
   sp.pipeline = !o.no_pipeline;
   sp.paged = o.paged;
+  sp.kv_paging = *kv_paging;
   auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);
   if (!s.ok()) return s.status();
   out.session = std::move(s).value();

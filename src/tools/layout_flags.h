@@ -1,6 +1,6 @@
 // The device-layout flags shared by run, bench and perplexity: --devices/--partitions/
-// --device-mem, -ngl, -sm, -ts, --no-kv-offload, --no-pipeline, --paged; and loading a model
-// and session with them.
+// --device-mem, -ngl, -sm, -ts, --no-kv-offload, --no-pipeline, --paged, --kv-resident,
+// --kv-home; and loading a model and session with them.
 #pragma once
 
 #include <memory>
@@ -23,6 +23,8 @@ struct LayoutOptions {
   bool no_kv_offload = false;
   bool no_pipeline = false;  ///< run micro-batches one at a time across devices
   bool paged = false;        ///< run through the paged path, cut after every layer
+  std::string kv_resident;   ///< KV paging: resident KV per device, "256M" or "25%"
+  std::string kv_home;       ///< KV paging: the home file (host memory when empty)
 };
 
 void add_layout_flags(FlagSet& flags, LayoutOptions& o);

@@ -1,0 +1,175 @@
+#include "engine/kv_pager.h"
+
+#include <string>
+#include <utility>
+
+namespace strata::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A layer nobody signals within this time is reported instead of waited on forever.
+constexpr auto kDoneTimeout = std::chrono::minutes(5);
+
+}  // namespace
+
+KvPager::KvPager(KvPaging& paging, int64_t n_layer, std::vector<backend::Event*> compute,
+                 std::vector<int> likely, backend::Event& admit)
+    : paging_(&paging),
+      n_layer_(n_layer),
+      compute_(std::move(compute)),
+      likely_(std::move(likely)),
+      admit_(&admit),
+      slots_(paging.slots.size()),
+      thread_([this](std::stop_token stop) { serve(stop); }) {}
+
+KvPager::~KvPager() {
+  thread_.request_stop();
+  posted_.notify_all();
+}
+
+std::vector<paged::WaitPoint> KvPager::next_waits() const {
+  std::vector<paged::WaitPoint> waits;
+  const uint64_t base = jobs_posted_ * static_cast<uint64_t>(n_layer_);
+  for (int64_t l = 0; l < n_layer_; ++l) {
+    const paged::Fence admitted{admit_, base + static_cast<uint64_t>(l) + 1};
+    const std::string p = "blk." + std::to_string(l) + ".";
+    waits.push_back({p + "k_store", admitted});
+    waits.push_back({p + "v_store", admitted});
+  }
+  return waits;
+}
+
+void KvPager::post(const Job& job) {
+  const uint64_t base = jobs_posted_++ * static_cast<uint64_t>(n_layer_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.emplace_back(base, job);
+  }
+  posted_.notify_one();
+}
+
+Status KvPager::take_error() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(error_, Status());
+}
+
+KvPagingStats KvPager::stats() const {
+  KvPagingStats s;
+  s.bytes_in = bytes_in_.load();
+  s.bytes_out = bytes_out_.load();
+  s.stalls = stalls_.load();
+  s.stall_seconds = static_cast<double>(stall_ns_.load()) * 1e-9;
+  return s;
+}
+
+bool KvPager::reached(uint64_t value) const {
+  for (const backend::Event* e : compute_) {
+    if (e->value() >= value) return true;
+  }
+  return false;
+}
+
+// Layer timelines advance on whichever backend ran the layer; wait on the likely one in short
+// slices and look at the others between them.
+Status KvPager::wait_done(uint64_t value, int likely, std::stop_token stop) {
+  const auto deadline = Clock::now() + kDoneTimeout;
+  backend::Event* first = compute_[static_cast<size_t>(likely)];
+  while (!reached(value)) {
+    if (stop.stop_requested()) return error(ErrorCode::kInternal, "kv pager: stopped");
+    if (Clock::now() > deadline)
+      return error(ErrorCode::kInternal, "kv pager: a layer never completed (timeline value " +
+                                             std::to_string(value) + ")");
+    (void)first->wait(value, std::chrono::milliseconds(1), stop);
+  }
+  return {};
+}
+
+Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::stop_token stop) {
+  const KvPaging& pg = *paging_;
+  const KvPaging::Slot& mem =
+      pg.slots[static_cast<size_t>(pg.slot_of_layer[static_cast<size_t>(layer)])];
+  // Compute is ready for this layer once the one before it is done; from then on it waits.
+  const uint64_t ready_value = job.done_base + static_cast<uint64_t>(layer);
+  Clock::time_point ready_since{};
+  auto note_ready = [&] {
+    if (ready_since == Clock::time_point{} && reached(ready_value)) ready_since = Clock::now();
+  };
+  note_ready();
+  if (slot.layer != layer) {
+    if (slot.layer >= 0) {
+      STRATA_RETURN_IF_ERROR(wait_done(slot.done, likely_[static_cast<size_t>(slot.layer)], stop));
+      if (slot.dirty_end > slot.dirty_begin) {
+        const auto first = static_cast<size_t>(slot.dirty_begin);
+        const auto n = static_cast<size_t>(slot.dirty_end - slot.dirty_begin);
+        const auto* k = static_cast<const uint8_t*>(mem.k->data);
+        const auto* v = static_cast<const uint8_t*>(mem.v->data);
+        STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_k(slot.layer) + first * pg.row_k,
+                                              k + first * pg.row_k, n * pg.row_k));
+        STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_v(slot.layer) + first * pg.row_v,
+                                              v + first * pg.row_v, n * pg.row_v));
+        bytes_out_ += n * (pg.row_k + pg.row_v);
+      }
+      note_ready();
+    }
+    const auto n = static_cast<size_t>(job.n_view);
+    STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_k(layer), mem.k->data, n * pg.row_k));
+    note_ready();
+    STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_v(layer), mem.v->data, n * pg.row_v));
+    bytes_in_ += n * (pg.row_k + pg.row_v);
+    slot.layer = layer;
+    slot.dirty_begin = slot.dirty_end = 0;
+  }
+  // This job writes its cells into the slot: they go home when the slot is next reused.
+  const int64_t end = job.first_cell + job.n_new;
+  if (slot.dirty_end <= slot.dirty_begin) {
+    slot.dirty_begin = job.first_cell;
+    slot.dirty_end = end;
+  } else {
+    slot.dirty_begin = std::min(slot.dirty_begin, job.first_cell);
+    slot.dirty_end = std::max(slot.dirty_end, end);
+  }
+  slot.done = job.done_base + static_cast<uint64_t>(layer) + 1;
+  note_ready();
+  if (ready_since != Clock::time_point{}) {
+    ++stalls_;
+    stall_ns_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - ready_since).count());
+  }
+  return {};
+}
+
+void KvPager::serve(std::stop_token stop) {
+  for (;;) {
+    std::pair<uint64_t, Job> next;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      posted_.wait(lock, stop, [this] { return !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping
+      next = jobs_.front();
+      jobs_.pop_front();
+    }
+    const auto& [admit_base, job] = next;
+    for (int64_t l = 0; l < n_layer_; ++l) {
+      bool failed = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failed = !error_.ok();
+      }
+      if (!failed) {
+        SlotState& slot =
+            slots_[static_cast<size_t>(paging_->slot_of_layer[static_cast<size_t>(l)])];
+        Status st = page_in(l, job, slot, stop);
+        if (!st.ok()) {
+          // The slot's contents are unknown now: page it in afresh next time.
+          slot.layer = -1;
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (error_.ok()) error_ = st;
+        }
+      }
+      admit_->signal(admit_base + static_cast<uint64_t>(l) + 1);
+    }
+  }
+}
+
+}  // namespace strata::engine
