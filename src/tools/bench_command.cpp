@@ -121,7 +121,27 @@ struct TestResult {
   double stddev_ts = 0.0;
   double share = 0.0;            ///< of the compute peak (pp) or of the read bandwidth (tg)
   double bytes_per_token = 0.0;  ///< tg only: weights plus the average KV read
+  // KV paging, per prompt (pp) or per token (tg), averaged over the timed runs.
+  double kv_bytes_in = 0.0;
+  double kv_bytes_out = 0.0;
+  double stall_seconds = 0.0;
 };
+
+// One timed run and what KV paging moved during it.
+struct Timed {
+  double seconds = 0.0;
+  engine::KvPagingStats kv;
+};
+
+engine::KvPagingStats kv_since(const engine::Session& s, const engine::KvPagingStats& before) {
+  const engine::KvPagingStats now = s.kv_paging_stats();
+  engine::KvPagingStats d;
+  d.bytes_in = now.bytes_in - before.bytes_in;
+  d.bytes_out = now.bytes_out - before.bytes_out;
+  d.stalls = now.stalls - before.stalls;
+  d.stall_seconds = now.stall_seconds - before.stall_seconds;
+  return d;
+}
 
 // Mean and sample standard deviation of tokens per second over the repetitions, as llama-bench.
 void summarize(TestResult& r) {
@@ -164,25 +184,27 @@ Status start_at_depth(engine::Session& s, TokenSource& src, int64_t depth) {
   return s.decode(tokens);
 }
 
-Result<double> time_prompt(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
+Result<Timed> time_prompt(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   tokens[0] = depth > 0 ? src.next() : src.first();
   for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = src.next();
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
+  const engine::KvPagingStats kv0 = s.kv_paging_stats();
   const auto t0 = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(s.decode(tokens));
-  return seconds_since(t0);
+  return Timed{seconds_since(t0), kv_since(s, kv0)};
 }
 
-Result<double> time_generation(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
+Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
   int32_t token = depth > 0 ? src.next() : src.first();
+  const engine::KvPagingStats kv0 = s.kv_paging_stats();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) {
     STRATA_RETURN_IF_ERROR(s.decode(std::span(&token, 1)));
     token = src.next();
   }
-  return seconds_since(t0);
+  return Timed{seconds_since(t0), kv_since(s, kv0)};
 }
 
 // One warm-up run (the whole prompt for pp, one token for tg, as llama-bench), then the timed
@@ -203,7 +225,12 @@ Result<TestResult> run_test(engine::Session& s, TokenSource& src, int64_t n_prom
   for (int64_t i = 0; i < reps; ++i) {
     auto t = once(false);
     if (!t.ok()) return t.status();
-    r.seconds.push_back(*t);
+    r.seconds.push_back(t->seconds);
+    // Per prompt for pp, per token for tg.
+    const double per = static_cast<double>(reps) * static_cast<double>(n_prompt > 0 ? 1 : n_gen);
+    r.kv_bytes_in += static_cast<double>(t->kv.bytes_in) / per;
+    r.kv_bytes_out += static_cast<double>(t->kv.bytes_out) / per;
+    r.stall_seconds += t->kv.stall_seconds / per;
   }
   summarize(r);
   return r;
@@ -248,6 +275,7 @@ struct Report {
   std::string type_k, type_v;
   bool flash_attn = false;
   bool paged = false;
+  std::string kv_resident;  ///< KV paging's --kv-resident, empty without paging
   int threads = 0;
   int64_t n_ubatch = 0;
   int64_t n_ctx = 0;
@@ -302,6 +330,14 @@ void print_table(const Report& r) {
 
   std::printf("\nlayout: %s%s\n", r.layout.c_str(),
               r.paged ? " (paged: cut after every layer)" : "");
+  if (!r.kv_resident.empty()) {
+    for (const TestResult& t : r.tests) {
+      std::printf(
+          "kv paging (%s resident), %s: %.2f MiB in, %.2f MiB out, %.3f ms stalled per %s\n",
+          r.kv_resident.c_str(), t.name.c_str(), t.kv_bytes_in / 1048576.0,
+          t.kv_bytes_out / 1048576.0, t.stall_seconds * 1e3, t.n_prompt > 0 ? "prompt" : "token");
+    }
+  }
   std::printf("kv cache: k %s, v %s; attention: %s\n", r.type_k.c_str(), r.type_v.c_str(),
               r.flash_attn ? "flash (fused)" : "unfused");
   std::printf("memory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
@@ -361,6 +397,7 @@ void print_json(const Report& r) {
   field("model_file", json_string(r.model.file));
   field("layout", json_string(r.layout));
   field("paged", r.paged ? "true" : "false");
+  field("kv_resident", json_string(r.kv_resident));
   field("model_type", json_string(r.model.type));
   field("model_size", std::to_string(r.model.bytes));
   field("model_n_params", std::to_string(r.model.params));
@@ -392,6 +429,9 @@ void print_json(const Report& r) {
         ", \"stddev_ts\": " + json_number(t.stddev_ts) +
         ", \"samples_ts\": " + json_array(samples_ts) +
         ", \"samples_ns\": " + json_array(samples_ns) +
+        ", \"kv_bytes_in\": " + json_number(t.kv_bytes_in) +
+        ", \"kv_bytes_out\": " + json_number(t.kv_bytes_out) +
+        ", \"stall_seconds\": " + json_number(t.stall_seconds) +
         (pp ? ", \"compute_share\": " + json_number(t.share)
             : ", \"bytes_per_token\": " + json_number(t.bytes_per_token) +
                   ", \"bandwidth_share\": " + json_number(t.share)) +
@@ -437,7 +477,8 @@ int bench_command(const std::vector<std::string>& args) {
   r.type_k = std::string(core::type_name(sp.type_k));
   r.type_v = std::string(core::type_name(sp.type_v));
   r.flash_attn = sp.flash_attn;
-  r.paged = o.layout.paged;
+  r.paged = o.layout.paged || !o.layout.kv_resident.empty();
+  r.kv_resident = o.layout.kv_resident;
 
   // Probes before the timed tests, on an otherwise idle machine.
   auto bandwidth = probe_read_bandwidth(r.threads);

@@ -32,12 +32,15 @@ struct RunOptions {
   float repeat_penalty = 1.0f;
   AttentionOptions attention;
   bool help = false;
+  bool verbose = false;
   LayoutOptions layout;
 };
 
 void add_flags(FlagSet& f, RunOptions& o) {
   f.add_string({"-m", "--model"}, &o.model, "GGUF model file");
   f.add_string({"-p", "--prompt"}, &o.prompt, "prompt text");
+  f.add_bool({"-v", "--verbose"}, &o.verbose,
+             "after the run, print memory and paging figures (per device, plans, KV paging)");
   f.add_int({"-n", "--n-predict"}, &o.n_predict, "tokens to generate (-1: until end of text)");
   f.add_int({"-t", "--threads"}, &o.threads, "worker threads (default: all cores)");
   f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: the model's)");
@@ -140,6 +143,25 @@ int run_command(const std::vector<std::string>& args) {
   std::fprintf(stderr, "generation: %lld tokens in %.1f ms, %.2f tokens/s\n",
                static_cast<long long>(stats->n_generated), stats->generate_seconds * 1e3,
                rate(stats->n_generated, stats->generate_seconds));
+  if (o.verbose) {
+    const sched::Scheduler& sched = session->scheduler();
+    std::fprintf(stderr, "memory: kv cache %s resident, compute buffers %s\n",
+                 memory::format_bytes(session->cache().bytes()).c_str(),
+                 memory::format_bytes(session->compute_buffer_bytes()).c_str());
+    std::fprintf(stderr, "plans: %llu built, %llu reused\n",
+                 static_cast<unsigned long long>(sched.plans_built()),
+                 static_cast<unsigned long long>(sched.plans_reused()));
+    if (session->cache().paging() != nullptr) {
+      const engine::KvPagingStats kv = session->kv_paging_stats();
+      std::fprintf(stderr,
+                   "kv paging: home %s; kv_bytes_in %llu, kv_bytes_out %llu, %llu stalls, "
+                   "stall_seconds %.6f\n",
+                   session->cache().paging()->home->describe().c_str(),
+                   static_cast<unsigned long long>(kv.bytes_in),
+                   static_cast<unsigned long long>(kv.bytes_out),
+                   static_cast<unsigned long long>(kv.stalls), kv.stall_seconds);
+    }
+  }
   return 0;
 }
 
