@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <string>
 
@@ -75,17 +76,18 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
     auto admit = host.make_event();
     if (!admit.ok()) return admit.status();
     s->admit_ = std::move(admit).value();
-    // The backend that usually runs a layer (devices first, the host last) reports it first.
-    std::vector<int> likely;
+    // A layer's output is computed with its weights: on its device (devices first in the
+    // session's backends, the host last). LayerFences::collect checks it every micro-batch.
+    std::vector<int> runs_on;
     const int host_index = static_cast<int>(s->backends_.size()) - 1;
     for (int64_t l = 0; l < hp.n_layer; ++l) {
       const int d = l < static_cast<int64_t>(layout.layer_device.size())
                         ? layout.layer_device[static_cast<size_t>(l)]
                         : -1;
-      likely.push_back(d < 0 ? host_index : d);
+      runs_on.push_back(d < 0 ? host_index : d);
     }
     s->pager_ = std::make_unique<KvPager>(*paging, hp.n_layer, s->fences_->events(),
-                                          std::move(likely), *s->admit_);
+                                          std::move(runs_on), *s->admit_);
   }
 
   // Size the compute buffers once, for the largest micro-batch over a full cache.
@@ -120,7 +122,8 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
   const auto n_vocab_sz = static_cast<size_t>(n_vocab);
   // Sized up front: queued reads of the logits write into it while later micro-batches run.
   std::vector<float> out(static_cast<size_t>(all_logits ? n : 1) * n_vocab_sz);
-  std::vector<InFlight> in_flight;
+  // A deque: queued transfers read from each entry, so entries must never move.
+  std::deque<InFlight> in_flight;
   Status st;
   for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
     const int64_t len = std::min(params_.n_ubatch, n - i);
@@ -203,7 +206,7 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
     fences_->arm();
   }
   STRATA_RETURN_IF_ERROR(sched_->compute_async());
-  if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect());
+  if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect(pager_ ? &pager_->runs_on() : nullptr));
   if (logits_out == nullptr) return {};
   return sched_->backend_of(*g.logits).get_async(*g.logits, logits_out, 0, g.logits->nbytes());
 }
