@@ -53,7 +53,8 @@ Opened open_with_layout(const std::string& path, const LayoutCase& c, const Open
                                     .n_ubatch = o.ubatch,
                                     .n_threads = 2,
                                     .pipeline = o.pipeline,
-                                    .paged = o.paged});
+                                    .paged = o.paged,
+                                    .kv_paging = o.kv_paging});
   EXPECT_TRUE(s.ok()) << s.status().message();
   if (s.ok()) r.session = std::move(s).value();
   return r;

@@ -38,6 +38,7 @@ struct OpenOptions {
   bool pipeline = true;
   bool paged = false;
   int64_t n_ctx = 256;
+  engine::KvPagingConfig kv_paging;
 };
 
 /// Loads `path` with layout `c` and creates a session (2 threads); failures are test failures
