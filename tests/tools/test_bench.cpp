@@ -102,6 +102,25 @@ TEST(BenchCli, JsonSaysWhetherTheRunWasPaged) {
   EXPECT_EQ(rows, 3u) << paged.out;
 }
 
+TEST(BenchCli, KvPagingFiguresArePerPromptAndPerToken) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o =
+      run("bench -m " + kStories + " -p 64 -n 8 -r 1 -c 256 --kv-resident 25% --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("\"kv_resident\": \"25%\""));
+  const size_t pp = o.out.find("\"test\": \"pp64\"");
+  const size_t tg = o.out.find("\"test\": \"tg8\"");
+  ASSERT_NE(pp, std::string::npos);
+  ASSERT_NE(tg, std::string::npos);
+  EXPECT_GT(json_value(o.out, "kv_bytes_in", pp), 0.0);
+  EXPECT_GT(json_value(o.out, "kv_bytes_in", tg), 0.0);
+  EXPECT_GT(json_value(o.out, "kv_bytes_out", tg), 0.0);
+  EXPECT_GE(json_value(o.out, "stall_seconds", tg), 0.0);
+  const Outcome table = run("bench -m " + kStories + " -p 64 -n 8 -r 1 -c 256 --kv-resident 25%");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_THAT(table.out, HasSubstr("kv paging (25% resident), tg8:"));
+}
+
 TEST(BenchCli, ZeroSkipsATest) {
   if (!have_stories()) GTEST_SKIP();
   const Outcome o = run("bench -m " + kStories + " -p 0 -n 4 -r 1 -t 1");

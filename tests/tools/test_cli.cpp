@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -108,6 +109,58 @@ TEST(Cli, PagedRunGivesTheSameTextOnEveryLayout) {
     EXPECT_EQ(paged.out.substr(0, paged.out.find('\n')), plain.out.substr(0, plain.out.find('\n')))
         << layout;
   }
+}
+
+// A KV cache larger than the devices' budget: the one-line out-of-memory error without
+// paging; with a quarter of it resident the same run works and writes the same text.
+TEST(Cli, KvPagingRunsAContextWhoseCacheDoesNotFitTheDevices) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base =
+      "run -m " + kStories + " -p 'Once upon a time' -n 30 --temp 0 -c 4096 -fa -ub 32";
+  const std::string devices = " --partitions 2 -ngl 99 --device-mem 1800K";
+  const Outcome plain = run(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  const Outcome full = run(base + devices);
+  EXPECT_EQ(full.exit_code, 1) << full.out;
+  EXPECT_THAT(full.out, ::testing::HasSubstr("kv cache: part:0 needs"));
+  EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1) << full.out;
+  const std::string home = std::string(STRATA_TEST_TMPDIR) + "/cli_kv_home.bin";
+  for (const std::string& paging :
+       {std::string(" --kv-resident 25%"), " --kv-resident 25% --kv-home " + home}) {
+    const Outcome paged = run(base + devices + paging + " -v");
+    ASSERT_EQ(paged.exit_code, 0) << paging << paged.out;
+    EXPECT_EQ(paged.out.substr(0, paged.out.find('\n')), plain.out.substr(0, plain.out.find('\n')));
+    EXPECT_THAT(paged.out, ::testing::HasSubstr("kv_bytes_in "));
+  }
+  EXPECT_FALSE(std::filesystem::exists(home));
+}
+
+TEST(Cli, KvHomeThatCannotBeCreatedIsOneLine) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o =
+      run("run -m " + kStories + " -p hi -n 2 --kv-resident 50% --kv-home /nonexistent-dir/kv.bin");
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("kv home /nonexistent-dir/kv.bin: cannot create"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+  const Outcome alone = run("run -m " + kStories + " -p hi -n 2 --kv-home /tmp/kv.bin");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_THAT(alone.out, ::testing::HasSubstr("--kv-home needs --kv-resident"));
+}
+
+// A home on a file system too small for it fails before anything runs (where this test may
+// mount a tiny tmpfs; elsewhere it is skipped).
+TEST(Cli, KvHomeOnAFullFileSystemIsOneLine) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string dir = std::string(STRATA_TEST_TMPDIR) + "/tiny_tmpfs";
+  std::filesystem::create_directories(dir);
+  if (std::system(("mount -t tmpfs -o size=64k tmpfs " + dir + " 2>/dev/null").c_str()) != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  const Outcome o = run("run -m " + kStories + " -p hi -n 2 -c 4096 --kv-resident 25% --kv-home " +
+                        dir + "/kv.bin");
+  (void)std::system(("umount " + dir).c_str());
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_THAT(o.out, ::testing::HasSubstr("cannot reserve"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
 }
 
 TEST(Cli, DevicesListsTheHostAndPartitions) {
