@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "engine/generate.h"
+
 namespace strata::testing {
 
 std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> tokens) {
@@ -19,6 +21,16 @@ std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> token
     }
   }
   return out;
+}
+
+std::vector<int32_t> greedy_tokens(engine::Session& s, const std::string& prompt, size_t n) {
+  engine::GenerateParams gp;
+  gp.prompt = prompt;
+  gp.n_predict = static_cast<int32_t>(n);
+  gp.sampling.temperature = 0.0f;
+  auto stats = engine::generate(s, gp, [](std::string_view) {});
+  EXPECT_TRUE(stats.ok()) << stats.status().message();
+  return stats.ok() ? stats->tokens : std::vector<int32_t>{};
 }
 
 }  // namespace strata::testing

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/session.h"
@@ -12,5 +13,9 @@ namespace strata::testing {
 /// Decodes `tokens` after what the session already holds, in calls of at most its batch size,
 /// and returns the logits of every token, row after row. A failed decode is a test failure.
 std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> tokens);
+
+/// Generates `n` tokens greedily after `prompt` and returns them (empty, with a test failure,
+/// when generation fails).
+std::vector<int32_t> greedy_tokens(engine::Session& s, const std::string& prompt, size_t n);
 
 }  // namespace strata::testing

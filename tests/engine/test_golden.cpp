@@ -7,7 +7,6 @@
 
 #include "decode_all.h"
 #include "devices/host_device.h"
-#include "engine/generate.h"
 #include "engine/session.h"
 #include "golden.h"
 #include "model/model.h"
@@ -88,13 +87,9 @@ TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
     if (!g) GTEST_SKIP() << "golden files not found";
     Loaded l = load(g->model_path, {.n_ctx = 512});
     ASSERT_TRUE(l.session);
-    GenerateParams gp;
-    gp.prompt = g->prompt;
-    gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
-    gp.sampling.temperature = 0.0f;
-    auto stats = generate(*l.session, gp, [](std::string_view) {});
-    ASSERT_TRUE(stats.ok()) << stats.status().message();
-    EXPECT_EQ(stats->tokens, g->greedy_tokens) << prompt;
+    EXPECT_EQ(testing::greedy_tokens(*l.session, g->prompt, g->greedy_tokens.size()),
+              g->greedy_tokens)
+        << prompt;
   }
 }
 

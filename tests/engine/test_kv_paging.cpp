@@ -11,7 +11,6 @@
 
 #include "decode_all.h"
 #include "devices/host_device.h"
-#include "engine/generate.h"
 #include "engine/kv_home.h"
 #include "engine/session.h"
 #include "golden.h"
@@ -114,13 +113,9 @@ TEST(KvPaging, GreedyContinuationIsTokenExact) {
          {testing::plain_layout(), LayoutCase{"uneven", 2, 99, {3, 1}, true}}) {
       testing::Opened r = open_paged(g->model_path, c, 0.25, home_path("greedy"), 16);
       ASSERT_TRUE(r.session);
-      GenerateParams gp;
-      gp.prompt = g->prompt;
-      gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
-      gp.sampling.temperature = 0.0f;
-      auto stats = generate(*r.session, gp, [](std::string_view) {});
-      ASSERT_TRUE(stats.ok()) << stats.status().message();
-      EXPECT_EQ(stats->tokens, g->greedy_tokens) << prompt << " " << c.name;
+      EXPECT_EQ(testing::greedy_tokens(*r.session, g->prompt, g->greedy_tokens.size()),
+                g->greedy_tokens)
+          << prompt << " " << c.name;
     }
   }
 }

@@ -8,7 +8,6 @@
 #include "decode_all.h"
 #include "devices/host_device.h"
 #include "devices/registry.h"
-#include "engine/generate.h"
 #include "engine/layout.h"
 #include "engine/session.h"
 #include "golden.h"
@@ -78,13 +77,8 @@ TEST(Layouts, GreedyContinuationIsTokenExactAcrossDevices) {
   if (!g) GTEST_SKIP() << "golden files not found";
   testing::Opened r = open(g->model_path, {"uneven", 2, 99, {3, 1}, true});
   ASSERT_TRUE(r.session);
-  GenerateParams gp;
-  gp.prompt = g->prompt;
-  gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
-  gp.sampling.temperature = 0.0f;
-  auto stats = generate(*r.session, gp, [](std::string_view) {});
-  ASSERT_TRUE(stats.ok()) << stats.status().message();
-  EXPECT_EQ(stats->tokens, g->greedy_tokens);
+  EXPECT_EQ(testing::greedy_tokens(*r.session, g->prompt, g->greedy_tokens.size()),
+            g->greedy_tokens);
 }
 
 TEST(Layouts, MakeLayoutSplitsTheLastLayersByProportion) {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "decode_all.h"
-#include "engine/generate.h"
 #include "engine/perplexity.h"
 #include "engine/session.h"
 #include "golden.h"
@@ -68,13 +67,9 @@ TEST(PagedSessionText, GreedyContinuationIsTokenExact) {
                                 LayoutCase{"partial", 3, 3, {2, 1, 1}, false}}) {
       testing::Opened r = testing::open_with_layout(g->model_path, c, {.paged = true});
       ASSERT_TRUE(r.session);
-      GenerateParams gp;
-      gp.prompt = g->prompt;
-      gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
-      gp.sampling.temperature = 0.0f;
-      auto stats = generate(*r.session, gp, [](std::string_view) {});
-      ASSERT_TRUE(stats.ok()) << stats.status().message();
-      EXPECT_EQ(stats->tokens, g->greedy_tokens) << prompt << " " << c.name;
+      EXPECT_EQ(testing::greedy_tokens(*r.session, g->prompt, g->greedy_tokens.size()),
+                g->greedy_tokens)
+          << prompt << " " << c.name;
     }
   }
 }
