@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/file.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {

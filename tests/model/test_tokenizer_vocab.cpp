@@ -8,8 +8,8 @@
 #include "gguf/file.h"
 #include "gguf/value.h"
 #include "gguf/writer.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <utility>

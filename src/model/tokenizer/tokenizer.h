@@ -10,8 +10,8 @@
 
 #include "core/status.h"
 #include "gguf/file.h"
-#include "model/tokenizer_spm.h"
-#include "model/vocab.h"
+#include "model/tokenizer/spm.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 

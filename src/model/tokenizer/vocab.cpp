@@ -1,4 +1,4 @@
-#include "model/vocab.h"
+#include "model/tokenizer/vocab.h"
 
 #include <array>
 #include <limits>
