@@ -101,6 +101,23 @@ TEST(PreTokenizer, UsesUnicodeProperties) {
             (Words{"\xd0\xbf\xd1\x80\xd0\xb8", " \xd9\xa3\xd9\xa4"}));
 }
 
+TEST(PreTokenizer, WhitespaceIsTheUnicodeWhiteSpaceProperty) {
+  // U+0085 is whitespace and U+180E is not, as in llama.cpp (PCRE2's own \s has it the other
+  // way round).
+  EXPECT_EQ(split("gpt-2",
+                  "a\xc2\x85\xc2\x85"
+                  "b"),
+            (Words{"a", "\xc2\x85", "\xc2\x85", "b"}));
+  EXPECT_EQ(split("gpt-2", "\n\n\xe1\xa0\x8eX"), (Words{"\n", "\n", "\xe1\xa0\x8e", "X"}));
+}
+
+TEST(PreTokenizer, NonAsciiWhitespaceMatchesNoLiteralRange) {
+  // U+3000 lies in DeepSeek's punctuation and CJK ranges, but llama.cpp sees it as whitespace
+  // only: it joins "、" through "\s?", and the CJK regex then cuts it off again.
+  EXPECT_EQ(split("deepseek-llm", "    \xe3\x80\x80\xe3\x80\x81\xe3\x80\x8e"),
+            (Words{"    ", "\xe3\x80\x80", "\xe3\x80\x81", "\xe3\x80\x8e"}));
+}
+
 TEST(PreTokenizer, UnknownTypeIsUnsupported) {
   const Result<PreTokenizer> p = PreTokenizer::create("no-such-thing");
   ASSERT_FALSE(p.ok());

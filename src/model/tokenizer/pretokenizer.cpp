@@ -48,7 +48,13 @@ constexpr std::string_view kDeepseekLetters =
     R"(\x{104B0}-\x{104D3}\x{104D8}-\x{104FB}\x{10C80}-\x{10CB2})"
     R"(\x{10CC0}-\x{10CF2}\x{118A0}-\x{118DF}\x{1E900}-\x{1E943})"
     R"(]+)";
-constexpr std::string_view kCjk = "[一-龥ࠀ-一가-퟿]+";
+// llama.cpp runs regexes that spell out non-ASCII characters (and name no Unicode category) on
+// a copy of the text with every non-ASCII whitespace character turned into U+000B, so such a
+// character matches \s but never a literal range that contains it. The ranges below follow:
+// whitespace is taken out of the CJK ranges (U+0800..U+4E00 holds U+3000 and others), and
+// DeepSeek's punctuation range U+3000..U+3002 starts at U+3001.
+constexpr std::string_view kCjk = R"((?:(?!\s)[一-龥ࠀ-一가-퟿])+)";
+constexpr std::string_view kDeepseekPunct = R"(\s?[!-/:-~！-／：-～‘-‟、-。]+)";
 constexpr std::string_view kPoro = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
 constexpr std::string_view kTekken =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|)"
@@ -77,8 +83,7 @@ const std::array<PreType, 14>& pre_types() {
        true},
       {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, {kLlama3}},
       {{"deepseek-llm"},
-       {"[\r\n]", kDeepseekLetters, R"(\s?[!-/:-~！-／：-～‘-‟　-。]+)", R"(\s+$)", kCjk,
-        R"(\p{N}+)"}},
+       {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kCjk, R"(\p{N}+)"}},
       {{"deepseek-coder"}, {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kCjk, R"(\p{N})"}},
       {{"deepseek-v3"}, {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+", kDeepseek3}},
       {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}},
@@ -113,6 +118,26 @@ size_t char_length(std::string_view text, size_t pos) {
   return 4;
 }
 
+// "\s" and "\S" written as the Unicode White_Space property, which is what llama.cpp's
+// whitespace is. PCRE2's own \s (Unicode separators plus ASCII controls) also takes U+180E
+// and leaves out U+0085.
+std::string with_unicode_spaces(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 32);
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\' || i + 1 == pattern.size()) {
+      out += pattern[i];
+    } else if (pattern[i + 1] == 's' || pattern[i + 1] == 'S') {
+      out += pattern[i + 1] == 's' ? "\\p{White_Space}" : "\\P{White_Space}";
+      ++i;
+    } else {
+      out += pattern.substr(i, 2);  // an escape pair, such as an escaped backslash
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct PreTokenizer::Regex {
@@ -126,7 +151,8 @@ Result<PreTokenizer> PreTokenizer::create(std::string_view pre) {
     if (!named) continue;
     PreTokenizer out;
     out.ignore_merges_ = type.ignore_merges;
-    for (const std::string_view pattern : type.regexes) {
+    for (const std::string_view written : type.regexes) {
+      const std::string pattern = with_unicode_spaces(written);
       int code = 0;
       PCRE2_SIZE where = 0;
       // DOLLAR_ENDONLY: "$" is the end of the word only, as in llama.cpp's std::regex.
