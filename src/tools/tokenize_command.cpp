@@ -1,6 +1,8 @@
 // `strata tokenize`: a prompt's token ids under a model's vocabulary, as llama-tokenize shows them.
 // Only the vocabulary is read, so vocabulary-only GGUF files work as well as full models.
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@ namespace {
 struct TokenizeOptions {
   std::string model;
   std::string prompt;
+  std::string file;
   bool ids = false;
   bool no_bos = false;
   bool no_parse_special = false;
@@ -24,6 +27,7 @@ struct TokenizeOptions {
 void add_flags(FlagSet& f, TokenizeOptions& o) {
   f.add_string({"-m", "--model"}, &o.model, "GGUF model or vocabulary-only file");
   f.add_string({"-p", "--prompt"}, &o.prompt, "text to tokenize");
+  f.add_string({"-f", "--file"}, &o.file, "tokenize this file's text instead of -p");
   f.add_bool({"--ids"}, &o.ids, "print only the ids, as a JSON list");
   f.add_bool({"--no-bos"}, &o.no_bos, "add no BOS (or EOS) even where the vocabulary asks for it");
   f.add_bool({"--no-parse-special"}, &o.no_parse_special,
@@ -39,13 +43,21 @@ int tokenize_command(const std::vector<std::string>& args) {
   add_flags(flags, o);
   if (Status st = flags.parse(args); !st.ok()) return report_error("tokenize", st);
   if (o.help) {
-    std::printf("usage: strata tokenize -m MODEL.gguf -p TEXT [--ids] [--no-bos]\n%s",
+    std::printf("usage: strata tokenize -m MODEL.gguf (-p TEXT | -f FILE) [--ids] [--no-bos]\n%s",
                 flags.usage().c_str());
     return 0;
   }
   if (o.model.empty()) {
     return report_error("tokenize", error(ErrorCode::kInvalidArgument,
                                           "no model given: pass a GGUF file with -m FILE.gguf"));
+  }
+  if (!o.file.empty()) {
+    std::ifstream in(o.file, std::ios::binary);
+    if (!in) {
+      return report_error("tokenize",
+                          error(ErrorCode::kNotFound, "cannot open text file " + o.file));
+    }
+    o.prompt.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   Result<gguf::File> file = gguf::File::open(o.model);
   if (!file.ok()) return report_error("tokenize", file.status());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,19 @@ TEST(TokenizeCli, IdsAreAJsonList) {
   const Outcome o = run("tokenize -m " + vocab("gpt-2") + " -p 'Hello world' --ids");
   ASSERT_EQ(o.exit_code, 0) << o.out;
   EXPECT_EQ(o.out, "[15496, 995]\n");
+}
+
+TEST(TokenizeCli, ReadsTheTextFromAFile) {
+  if (!have("gpt-2")) GTEST_SKIP() << vocab("gpt-2") << " not found";
+  const std::string path = std::string(STRATA_TEST_TMPDIR) + "/tokenize-input.txt";
+  std::ofstream(path, std::ios::binary) << "Hello world\n\n";
+  const Outcome o = run("tokenize -m " + vocab("gpt-2") + " -f " + path + " --ids");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_EQ(o.out, "[15496, 995, 628]\n");
+  std::filesystem::remove(path);
+  const Outcome missing = run("tokenize -m " + vocab("gpt-2") + " -f " + path);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(lines(missing.out), 1u) << missing.out;
 }
 
 TEST(TokenizeCli, BosFollowsTheVocabularyUnlessNoBos) {
