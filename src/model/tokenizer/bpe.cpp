@@ -1,6 +1,7 @@
 #include "model/tokenizer/bpe.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <utility>
 
 #include "model/tokenizer/utf8.h"
@@ -49,6 +50,9 @@ uint64_t pair_key(int32_t left, int32_t right) {
   return uint64_t{static_cast<uint32_t>(left)} << 32 | static_cast<uint32_t>(right);
 }
 
+// No pair of symbols (both non-negative) has this key.
+constexpr uint64_t kEmpty = ~uint64_t{0};
+
 }  // namespace
 
 uint32_t byte_to_codepoint(uint8_t b) {
@@ -85,6 +89,41 @@ std::string decode_byte_level(std::string_view text) {
     pos += length;
   }
   return out;
+}
+
+void BpeEncoder::MergeTable::reserve(size_t n) {
+  // A power of two at least twice n: short probe runs, and a shift instead of a modulo.
+  int bits = 4;
+  while ((size_t{1} << bits) < 2 * n) ++bits;
+  keys_.assign(size_t{1} << bits, kEmpty);
+  values_.assign(size_t{1} << bits, Merge{});
+  shift_ = 64 - bits;
+}
+
+size_t BpeEncoder::MergeTable::slot(uint64_t key) const {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+}
+
+void BpeEncoder::MergeTable::insert(int32_t left, int32_t right, Merge merge) {
+  const uint64_t key = pair_key(left, right);
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = slot(key);; i = (i + 1) & mask) {
+    if (keys_[i] == key) return;
+    if (keys_[i] == kEmpty) {
+      keys_[i] = key;
+      values_[i] = merge;
+      return;
+    }
+  }
+}
+
+BpeEncoder::Merge BpeEncoder::MergeTable::find(int32_t left, int32_t right) const {
+  const uint64_t key = pair_key(left, right);
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = slot(key);; i = (i + 1) & mask) {
+    if (keys_[i] == key) return values_[i];
+    if (keys_[i] == kEmpty) return {};
+  }
 }
 
 struct BpeEncoder::Scratch {
@@ -124,8 +163,7 @@ Result<BpeEncoder> BpeEncoder::create(const Vocab& vocab, const TextIdMap& ids_b
     const int32_t left_id = symbol_of(left);
     const int32_t right_id = symbol_of(right);
     const int32_t result = symbol_of(left + right);
-    // The first rank of a repeated pair stands, as with llama.cpp's map emplace.
-    encoder.merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<int32_t>(rank), result});
+    encoder.merges_.insert(left_id, right_id, Merge{static_cast<int32_t>(rank), result});
   }
 
   std::string text;
@@ -152,8 +190,23 @@ void BpeEncoder::encode(std::string_view text, const TextIdMap& ids_by_text,
   std::vector<TextSpan> words;
   pre_.split(valid, words);
   Scratch scratch;
-  for (const TextSpan& word : words) {
-    encode_word(valid.substr(word.offset, word.size), ids_by_text, scratch, out);
+  // Text repeats its words, so each distinct word of this call is merged once; later copies
+  // take its tokens from where they were first written in `out`.
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;
+  for (const TextSpan& span : words) {
+    const std::string_view word = valid.substr(span.offset, span.size);
+    const auto it = seen.find(word);
+    if (it != seen.end()) {
+      const auto [begin, end] = it->second;
+      for (size_t i = begin; i < end; ++i) {
+        const int32_t id = out[i];  // a copy: push_back may move the vector
+        out.push_back(id);
+      }
+      continue;
+    }
+    const size_t begin = out.size();
+    encode_word(word, ids_by_text, scratch, out);
+    seen.emplace(word, std::make_pair(begin, out.size()));
   }
 }
 
@@ -187,9 +240,9 @@ void BpeEncoder::encode_word(std::string_view word, const TextIdMap& ids_by_text
     const Symbol& l = symbols[static_cast<size_t>(left)];
     const Symbol& r = symbols[static_cast<size_t>(right)];
     if (l.id < 0 || r.id < 0) return;
-    const auto it = merges_.find(pair_key(l.id, r.id));
-    if (it == merges_.end()) return;
-    heap.push_back({it->second.rank, left, right, it->second.result, l.size + r.size});
+    const Merge merge = merges_.find(l.id, r.id);
+    if (merge.rank < 0) return;
+    heap.push_back({merge.rank, left, right, merge.result, l.size + r.size});
     std::push_heap(heap.begin(), heap.end(), lower_priority);
   };
   for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_add(i - 1, i);

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -40,8 +39,23 @@ class BpeEncoder {
 
  private:
   struct Merge {
-    int32_t rank = 0;
+    int32_t rank = -1;    ///< -1: no such merge
     int32_t result = -1;  ///< symbol of the merged text
+  };
+  /// (left symbol, right symbol) -> merge, open addressing: the lookup in the inner loop of
+  /// merging, where std::unordered_map's modulo and node chasing showed in profiles.
+  class MergeTable {
+   public:
+    void reserve(size_t n);
+    /// Keeps the first merge of a pair, as llama.cpp's map emplace does.
+    void insert(int32_t left, int32_t right, Merge merge);
+    Merge find(int32_t left, int32_t right) const;
+
+   private:
+    size_t slot(uint64_t key) const;
+    std::vector<uint64_t> keys_;  ///< kEmpty where free
+    std::vector<Merge> values_;
+    int shift_ = 64;
   };
   struct Scratch;
 
@@ -51,8 +65,8 @@ class BpeEncoder {
 
   PreTokenizer pre_;
   /// Symbols are token ids, and ids from n_vocab up for texts that merges name but the
-  /// vocabulary lacks. (left symbol << 32 | right symbol) -> merge.
-  std::unordered_map<uint64_t, Merge> merges_;
+  /// vocabulary lacks.
+  MergeTable merges_;
   int32_t n_vocab_ = 0;
   /// The symbol of each byte's character, -1 when nothing names it.
   std::array<int32_t, 256> byte_symbols_{};
