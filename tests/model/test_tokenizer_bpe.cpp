@@ -161,6 +161,16 @@ TEST(BpeTokenizer, MergesStayInsideWordsAndDecodeBack) {
   EXPECT_EQ(t.token_to_piece(256), " a");
 }
 
+TEST(BpeTokenizer, Llama3TakesWholeWordTokensWithoutMerging) {
+  // "abc" is a token no merge leads to; "ab" is a merge whose text is no token, so its bytes
+  // fall back to their single-byte tokens.
+  const Vocab bpe = make_vocab({"abc"}, {{"a", "b"}}, "gpt-2");
+  EXPECT_EQ(make_tokenizer(bpe).encode("abc", false), (Ids{'a', 'b', 'c'}));
+  const Vocab llama3 = make_vocab({"abc"}, {{"a", "b"}}, "llama-bpe");
+  EXPECT_EQ(make_tokenizer(llama3).encode("abc", false), (Ids{256}));
+  EXPECT_EQ(make_tokenizer(llama3).encode("abcd", false), (Ids{'a', 'b', 'c', 'd'}));
+}
+
 TEST(BpeTokenizer, SpecialTokensAreMatchedBeforePreTokenizing) {
   Vocab v = make_vocab({"ab"}, {{"a", "b"}});
   v.tokens.push_back("<|end|>");
