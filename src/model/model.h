@@ -9,7 +9,7 @@
 #include "memory/buffer.h"
 #include "model/llama_hparams.h"
 #include "model/llama_weights.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace strata::model {
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "gguf/file.h"
-#include "model/vocab.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {

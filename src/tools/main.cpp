@@ -16,6 +16,7 @@ void print_usage() {
       "  devices   list the devices (strata devices [--partitions N] [--device-mem 512M])\n"
       "  bench     measure prompt and generation speed (strata bench -m MODEL [-p 512] [-n 128])\n"
       "  perplexity  score a text file (strata perplexity -m MODEL -f TEXT [-c 512])\n"
+      "  tokenize  show a text's tokens (strata tokenize -m MODEL -p TEXT [--ids] [--no-bos])\n"
       "run 'strata <command> --help' for the flags of a command\n",
       stderr);
 }
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "devices") return strata::tools::devices_command(args);
   if (cmd == "bench") return strata::tools::bench_command(args);
   if (cmd == "perplexity") return strata::tools::perplexity_command(args);
+  if (cmd == "tokenize") return strata::tools::tokenize_command(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     print_usage();
     return 0;

@@ -18,7 +18,7 @@
 #include "model/synth_random.h"
 #include "model/synth_recipe.h"
 #include "model/synth_tensors.h"
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace strata::model {
 namespace {

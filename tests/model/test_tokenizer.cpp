@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/tokenizer.h"
-#include "model/vocab.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {

@@ -1,4 +1,4 @@
-// The SPM tokenizer against llama.cpp's outputs for real vocabularies in ../shared.
+// The SPM and BPE tokenizers against llama.cpp's outputs for real vocabularies in ../shared.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,8 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/file.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
+#include "model/tokenizer/pretokenizer.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {
@@ -80,7 +81,7 @@ std::string shown(const std::string& text) {
 }
 
 // llama.cpp's test (test-tokenizer-0) encodes every case with add_special and parse_special
-// both off, so these are the plain SPM merge over the whole text.
+// both off, so these are the plain merge over the whole text (user-defined tokens aside).
 void check_vocab_cases(const std::string& name) {
   const std::string path = kShared + "/vocab/" + name;
   if (!std::filesystem::exists(path) || !std::filesystem::exists(path + ".inp")) {
@@ -94,11 +95,32 @@ void check_vocab_cases(const std::string& name) {
   for (const VocabCase& c : cases) {
     const Ids ids = tokenizer.encode(c.text, false, false);
     EXPECT_EQ(ids, c.ids) << "input " << shown(c.text);
-    // SPM applies no normalisation here and byte fallback covers every byte, so every case,
-    // invalid UTF-8 included, decodes back to its input.
-    EXPECT_EQ(tokenizer.decode(ids, true), c.text) << "input " << shown(c.text);
+    if (tokenizer.vocab().model == TokenizerModel::kSpm) {
+      // SPM applies no normalisation here and byte fallback covers every byte, so every case,
+      // invalid UTF-8 included, decodes back to its input.
+      EXPECT_EQ(tokenizer.decode(ids, true), c.text) << "input " << shown(c.text);
+    } else {
+      // Byte-level BPE covers every byte too, but reads invalid UTF-8 as U+FFFD first, as
+      // llama.cpp does: valid text decodes back to itself.
+      std::string storage;
+      const std::string_view valid = to_valid_utf8(c.text, storage);
+      EXPECT_EQ(tokenizer.decode(ids, true), valid) << "input " << shown(c.text);
+    }
   }
 }
+
+class BpeVocabFiles : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BpeVocabFiles, MatchLlamaCpp) {
+  check_vocab_cases(std::string("ggml-vocab-") + GetParam() + ".gguf");
+}
+
+// Every BPE vocabulary in ../shared with llama.cpp's test vectors (llama-bpe, qwen2 and
+// command-r have vectors but no vocabulary file there).
+INSTANTIATE_TEST_SUITE_P(TokenizerFiles, BpeVocabFiles,
+                         ::testing::Values("gpt-2", "falcon", "mpt", "starcoder", "refact",
+                                           "deepseek-llm", "deepseek-coder", "llama-bpe", "qwen2",
+                                           "command-r"));
 
 TEST(TokenizerFiles, LlamaSpmVocabMatchesLlamaCpp) {
   check_vocab_cases("ggml-vocab-llama-spm.gguf");
@@ -166,24 +188,38 @@ TEST(TokenizerFiles, Stories260KMatchesGolden) {
   }
 }
 
-TEST(TokenizerFiles, OtherTokenizerModelsAreUnsupported) {
-  const std::pair<const char*, const char*> models[] = {{"ggml-vocab-gpt-2.gguf", "gpt2"},
-                                                        {"ggml-vocab-bert-bge.gguf", "bert"}};
-  int checked = 0;
-  for (const auto& [name, model] : models) {
-    const std::string path = kShared + "/vocab/" + name;
-    if (!std::filesystem::exists(path)) continue;
-    Result<gguf::File> file = gguf::File::open(path);
-    ASSERT_TRUE(file.ok()) << file.status().message();
-    const Result<Vocab> vocab = Vocab::from_gguf(*file);
-    ASSERT_FALSE(vocab.ok());
-    EXPECT_EQ(vocab.status().code(), ErrorCode::kUnsupported);
-    EXPECT_EQ(vocab.status().message(),
-              std::string("tokenizer model '") + model + "' is not supported yet");
-    EXPECT_EQ(Tokenizer::from_gguf(*file).status().code(), ErrorCode::kUnsupported);
-    ++checked;
-  }
-  if (checked == 0) GTEST_SKIP() << "no non-SPM vocabulary found";
+TEST(TokenizerFiles, Gpt2VocabMetadata) {
+  const std::string path = kShared + "/vocab/ggml-vocab-gpt-2.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  const Result<Tokenizer> loaded = load_tokenizer(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const Tokenizer& tokenizer = *loaded;
+  EXPECT_EQ(tokenizer.vocab().model, TokenizerModel::kBpe);
+  EXPECT_EQ(tokenizer.vocab().pre, "gpt-2");
+  EXPECT_EQ(tokenizer.n_vocab(), 50257);
+  EXPECT_FALSE(tokenizer.vocab().add_bos);
+  EXPECT_FALSE(tokenizer.vocab().add_space_prefix);
+  EXPECT_EQ(tokenizer.encode("Hello world", true), (Ids{15496, 995}));
+  EXPECT_EQ(tokenizer.token_to_piece(995), " world");
+  // "<|endoftext|>" is a control token: matched only under parse_special, and hidden in text.
+  const int32_t eot = 50256;
+  EXPECT_TRUE(tokenizer.is_eog(eot));
+  EXPECT_EQ(tokenizer.encode("Hi<|endoftext|>", false, true), (Ids{17250, eot}));
+  EXPECT_NE(tokenizer.encode("Hi<|endoftext|>", false, false), (Ids{17250, eot}));
+  EXPECT_EQ(tokenizer.decode(Ids{17250, eot}, false), "Hi");
+  EXPECT_EQ(tokenizer.decode(Ids{17250, eot}, false, true), "Hi<|endoftext|>");
+}
+
+TEST(TokenizerFiles, WordPieceIsUnsupported) {
+  const std::string path = kShared + "/vocab/ggml-vocab-bert-bge.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  Result<gguf::File> file = gguf::File::open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const Result<Vocab> vocab = Vocab::from_gguf(*file);
+  ASSERT_FALSE(vocab.ok());
+  EXPECT_EQ(vocab.status().code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(vocab.status().message(), "tokenizer model 'bert' is not supported yet");
+  EXPECT_EQ(Tokenizer::from_gguf(*file).status().code(), ErrorCode::kUnsupported);
 }
 
 }  // namespace

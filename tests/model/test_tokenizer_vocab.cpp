@@ -8,8 +8,8 @@
 #include "gguf/file.h"
 #include "gguf/value.h"
 #include "gguf/writer.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 namespace {
@@ -149,8 +149,14 @@ TEST(VocabFromGguf, ErrorsNameTheProblem) {
   no_tokens.pop_back();
   const Case cases[] = {
       {"no model", no_model, ErrorCode::kNotFound, "tokenizer.ggml.model"},
-      {"gpt2", with(minimal(), "tokenizer.ggml.model", gguf::make_string("gpt2")),
-       ErrorCode::kUnsupported, "tokenizer model 'gpt2' is not supported yet"},
+      {"gpt2 without merges", with(minimal(), "tokenizer.ggml.model", gguf::make_string("gpt2")),
+       ErrorCode::kMalformed, "tokenizer.ggml.merges is missing"},
+      {"gpt2 with no merges",
+       with(with(minimal(), "tokenizer.ggml.model", gguf::make_string("gpt2")),
+            "tokenizer.ggml.merges", gguf::make_array(std::vector<std::string>{})),
+       ErrorCode::kMalformed, "has no merges"},
+      {"bert", with(minimal(), "tokenizer.ggml.model", gguf::make_string("bert")),
+       ErrorCode::kUnsupported, "tokenizer model 'bert' is not supported yet"},
       {"no tokens", no_tokens, ErrorCode::kNotFound, "tokenizer.ggml.tokens"},
       {"empty tokens",
        with(minimal(), "tokenizer.ggml.tokens", gguf::make_array(std::vector<std::string>{})),

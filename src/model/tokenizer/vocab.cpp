@@ -1,5 +1,6 @@
-#include "model/vocab.h"
+#include "model/tokenizer/vocab.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <optional>
@@ -15,6 +16,8 @@ constexpr std::string_view kModelKey = "tokenizer.ggml.model";
 constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kPreKey = "tokenizer.ggml.pre";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
 
 // llama.cpp marks these texts as end of generation whatever the file says, and takes one of the
 // first list as EOT when the file names none; chat-tuned SPM models (Phi-3) rely on it. Where
@@ -129,6 +132,23 @@ Status read_types(const gguf::File& file, std::vector<TokenType>& types) {
   return {};
 }
 
+Status read_merges(const gguf::File& file, std::vector<std::string>& merges) {
+  if (file.find(kMergesKey) == nullptr) {
+    return malformed(std::string(kMergesKey) + " is missing: a BPE vocabulary needs its merges");
+  }
+  Result<const gguf::Array*> array = file.get_array(kMergesKey);
+  if (!array.ok()) return array.status();
+  merges.reserve((*array)->items.size());
+  for (size_t i = 0; i < (*array)->items.size(); ++i) {
+    const std::string* text = (*array)->items[i].as_string();
+    if (text == nullptr) {
+      return malformed(std::string(kMergesKey) + "[" + std::to_string(i) + "] is not a string");
+    }
+    merges.push_back(*text);
+  }
+  return {};
+}
+
 // Mirrors llama.cpp's detection of end-of-generation tokens by their text. The tokens found are
 // forced to control type, as llama.cpp does: they decode to nothing and are matched in text only
 // under parse_special.
@@ -170,20 +190,46 @@ Result<Vocab> Vocab::from_gguf(const gguf::File& file) {
   }
   Result<std::string> model = file.get_string(kModelKey);
   if (!model.ok()) return model.status().with_context("vocabulary");
-  if (*model != "llama") {
+  Vocab vocab;
+  if (*model == "llama") {
+    vocab.model = TokenizerModel::kSpm;
+  } else if (*model == "gpt2") {
+    vocab.model = TokenizerModel::kBpe;
+  } else {
     return error(ErrorCode::kUnsupported, "tokenizer model '" + *model + "' is not supported yet");
   }
 
-  Vocab vocab;
   Status status = read_tokens(file, vocab.tokens);
   if (!status.ok()) return status.with_context("vocabulary");
   const int32_t n = vocab.size();
   vocab.scores.assign(vocab.tokens.size(), 0.0f);
   vocab.types.assign(vocab.tokens.size(), TokenType::kNormal);
-  // llama.cpp's SPM defaults, kept only where the vocabulary is large enough to hold them.
-  vocab.unk_id = n > 0 ? 0 : -1;
-  vocab.bos_id = n > 1 ? 1 : -1;
-  vocab.eos_id = n > 2 ? 2 : -1;
+  // llama.cpp's defaults, kept only where the vocabulary is large enough to hold them.
+  if (vocab.model == TokenizerModel::kSpm) {
+    vocab.unk_id = n > 0 ? 0 : -1;
+    vocab.bos_id = n > 1 ? 1 : -1;
+    vocab.eos_id = n > 2 ? 2 : -1;
+  } else {
+    vocab.bos_id = n > 11 ? 11 : -1;
+    vocab.eos_id = n > 11 ? 11 : -1;
+    vocab.add_bos = false;
+    vocab.add_space_prefix = false;
+    status = read_merges(file, vocab.merges);
+    if (status.ok() && file.find(kPreKey) != nullptr) {
+      Result<std::string> pre = file.get_string(kPreKey);
+      if (pre.ok()) {
+        vocab.pre = *pre;
+      } else {
+        status = pre.status();
+      }
+    }
+    if (!status.ok()) return status.with_context("vocabulary");
+    // Pre-tokenizer types whose models llama.cpp starts with BOS unless the file says otherwise.
+    constexpr std::array<std::string_view, 10> kBosFirst = {
+        "llama3",  "llama-v3", "llama-bpe", "falcon3", "falcon-h1",
+        "pixtral", "midm-2.0", "lfm2",      "tekken",  "chameleon"};
+    vocab.add_bos = std::find(kBosFirst.begin(), kBosFirst.end(), vocab.pre) != kBosFirst.end();
+  }
 
   const std::pair<std::string_view, int32_t*> ids[] = {
       {"tokenizer.ggml.bos_token_id", &vocab.bos_id},
@@ -238,6 +284,9 @@ Status Vocab::validate() const {
   for (int32_t id : eog_ids) {
     if (id < 0) return malformed("end-of-generation id " + std::to_string(id) + " is negative");
     STRATA_RETURN_IF_ERROR(check_id("end-of-generation", id, n));
+  }
+  if (model == TokenizerModel::kBpe && merges.empty()) {
+    return malformed("the BPE vocabulary has no merges (tokenizer.ggml.merges is empty)");
   }
   if (add_bos && bos_id < 0) return malformed("the vocabulary adds BOS but has no BOS token");
   if (add_eos && eos_id < 0) return malformed("the vocabulary adds EOS but has no EOS token");

@@ -1,8 +1,10 @@
-// Text <-> token ids with llama.cpp's SentencePiece ("llama") tokenizer, token-exact.
+// Text <-> token ids with llama.cpp's SentencePiece ("llama") and byte-level BPE ("gpt2")
+// tokenizers, token-exact.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -10,8 +12,9 @@
 
 #include "core/status.h"
 #include "gguf/file.h"
-#include "model/tokenizer_spm.h"
-#include "model/vocab.h"
+#include "model/tokenizer/bpe.h"
+#include "model/tokenizer/spm.h"
+#include "model/tokenizer/vocab.h"
 
 namespace strata::model {
 
@@ -19,22 +22,25 @@ namespace strata::model {
 /// several threads.
 class Tokenizer {
  public:
-  /// Validates `vocab` and builds the lookup tables.
+  /// Validates `vocab` and builds the lookup tables (for BPE the pre-tokenizer and the merge
+  /// table: an unknown pre-tokenizer type is kUnsupported).
   static Result<Tokenizer> create(Vocab vocab);
   /// Vocab::from_gguf, then create.
   static Result<Tokenizer> from_gguf(const gguf::File& file);
 
   /// Token ids of `text`. `add_special` adds BOS (and EOS) where the vocabulary asks for them.
   /// `parse_special` also turns control and unknown token texts found in `text` into their
-  /// tokens; user-defined token texts are always matched. Each stretch of plain text is
+  /// tokens; user-defined token texts are always matched. SPM: each stretch of plain text is
   /// prefixed with a space when it starts the input or follows a special token (when
-  /// add_space_prefix), has its spaces written "▁", and is merged into tokens.
+  /// add_space_prefix), has its spaces written "▁", and is merged into tokens. BPE: each
+  /// stretch is pre-tokenized and merged by BpeEncoder.
   std::vector<int32_t> encode(std::string_view text, bool add_special,
                               bool parse_special = false) const;
 
-  /// The text of one token: "▁" becomes a space, a byte token "<0xNN>" its raw byte (possibly
-  /// part of a UTF-8 sequence), user-defined tokens their text. Control and unknown tokens give
-  /// "" unless `render_special`, which gives their text. Ids out of range give "".
+  /// The text of one token: "▁" becomes a space (SPM), a byte token "<0xNN>" its raw byte
+  /// (possibly part of a UTF-8 sequence), a BPE token the bytes its characters stand for,
+  /// user-defined tokens their text. Control and unknown tokens give "" unless
+  /// `render_special`, which gives their text. Ids out of range give "".
   std::string token_to_piece(int32_t id, bool render_special = false) const;
 
   /// The concatenated pieces of `ids`. `strip_leading_space` removes the one space that
@@ -53,6 +59,7 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(Vocab vocab);
+  void encode_plain(std::string_view text, bool after_special, std::vector<int32_t>& out) const;
 
   /// Piece of `id` without the caches (build time, and render_special).
   std::string make_piece(int32_t id, bool render_special) const;
@@ -61,6 +68,8 @@ class Tokenizer {
   Vocab vocab_;
   TextIdMap ids_by_text_;
   std::array<int32_t, 256> byte_tokens_{};
+  /// BPE vocabularies only.
+  std::optional<BpeEncoder> bpe_;
   /// Control, user-defined and unknown tokens, longest text first: the order llama.cpp splits
   /// them out of the text in.
   std::vector<int32_t> special_tokens_;

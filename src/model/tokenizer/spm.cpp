@@ -1,4 +1,4 @@
-#include "model/tokenizer_spm.h"
+#include "model/tokenizer/spm.h"
 
 #include <algorithm>
 #include <queue>

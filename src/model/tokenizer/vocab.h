@@ -22,8 +22,20 @@ enum class TokenType : int32_t {
   kByte = 6,         ///< byte fallback "<0xNN>", decodes to that raw byte
 };
 
+/// How text becomes tokens (`tokenizer.ggml.model`).
+enum class TokenizerModel {
+  kSpm,  ///< "llama": SentencePiece merges by score, with byte fallback
+  kBpe,  ///< "gpt2": byte-level BPE, merges by rank after a regex pre-tokenizer
+};
+
 /// A vocabulary. Built by `from_gguf`, or by hand (tests); `validate` checks either.
 struct Vocab {
+  TokenizerModel model = TokenizerModel::kSpm;
+  /// BPE only: the pre-tokenizer type (`tokenizer.ggml.pre`), "default" when the file names none.
+  std::string pre = "default";
+  /// BPE only: the merges, "left right" by rank (first merges first).
+  std::vector<std::string> merges;
+
   std::vector<std::string> tokens;  ///< token text by id
   std::vector<float> scores;        ///< merge priority by id (higher merges first)
   std::vector<TokenType> types;     ///< token type by id
@@ -41,13 +53,16 @@ struct Vocab {
   bool add_eos = false;          ///< encode(add_special) appends EOS
   bool add_space_prefix = true;  ///< text that starts a fragment gets a leading space
 
-  /// Reads `tokenizer.ggml.*`. Only the SentencePiece model ("llama") is supported; any other
-  /// model is kUnsupported. Defaults follow llama.cpp for SPM: BOS 1, EOS 2, UNK 0 when their
-  /// keys are absent, add_bos and add_space_prefix true, add_eos false; missing scores are 0 and
-  /// missing types normal. Inconsistent arrays or ids out of range are kMalformed.
+  /// Reads `tokenizer.ggml.*`. The SentencePiece ("llama") and byte-level BPE ("gpt2") models
+  /// are supported; any other model is kUnsupported. Defaults follow llama.cpp: for SPM BOS 1,
+  /// EOS 2, UNK 0 when their keys are absent, add_bos and add_space_prefix true; for BPE BOS and
+  /// EOS 11, no UNK, add_bos and add_space_prefix false; add_eos false for both; missing scores
+  /// are 0 and missing types normal. Inconsistent arrays, ids out of range and a BPE vocabulary
+  /// without merges are kMalformed.
   static Result<Vocab> from_gguf(const gguf::File& file);
 
-  /// Checks that the arrays have one entry per token and that every id is in range.
+  /// Checks that the arrays have one entry per token, that every id is in range and that a BPE
+  /// vocabulary has merges.
   Status validate() const;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }

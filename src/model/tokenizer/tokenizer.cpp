@@ -1,4 +1,4 @@
-#include "model/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <utility>
@@ -58,7 +58,13 @@ char byte_of_token(std::string_view text) {
 
 Result<Tokenizer> Tokenizer::create(Vocab vocab) {
   STRATA_RETURN_IF_ERROR(vocab.validate());
-  return Tokenizer(std::move(vocab));
+  Tokenizer tokenizer(std::move(vocab));
+  if (tokenizer.vocab_.model == TokenizerModel::kBpe) {
+    Result<BpeEncoder> bpe = BpeEncoder::create(tokenizer.vocab_, tokenizer.ids_by_text_);
+    if (!bpe.ok()) return bpe.status();
+    tokenizer.bpe_.emplace(std::move(bpe).value());
+  }
+  return tokenizer;
 }
 
 Result<Tokenizer> Tokenizer::from_gguf(const gguf::File& file) {
@@ -130,8 +136,6 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
 
   std::vector<int32_t> out;
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos_id);
-  const SpmTables tables = spm_tables();
-  std::string escaped;
   bool after_special = true;  // the start of the input counts as following a special token
   for (const Fragment& fragment : fragments) {
     if (fragment.token >= 0) {
@@ -139,20 +143,34 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
       after_special = true;
       continue;
     }
-    escaped.clear();
-    if (vocab_.add_space_prefix && after_special) escaped += kSpaceMarker;
-    for (const char c : text.substr(fragment.offset, fragment.size)) {
-      if (c == ' ') {
-        escaped += kSpaceMarker;
-      } else {
-        escaped += c;
-      }
-    }
-    spm_tokenize(tables, escaped, out);
+    encode_plain(text.substr(fragment.offset, fragment.size), after_special, out);
     after_special = false;
   }
   if (add_special && vocab_.add_eos) out.push_back(vocab_.eos_id);
   return out;
+}
+
+void Tokenizer::encode_plain(std::string_view text, bool after_special,
+                             std::vector<int32_t>& out) const {
+  switch (vocab_.model) {
+    case TokenizerModel::kBpe:
+      bpe_->encode(text, ids_by_text_, out);
+      return;
+    case TokenizerModel::kSpm: {
+      std::string escaped;
+      escaped.reserve(text.size() + kSpaceMarker.size());
+      if (vocab_.add_space_prefix && after_special) escaped += kSpaceMarker;
+      for (const char c : text) {
+        if (c == ' ') {
+          escaped += kSpaceMarker;
+        } else {
+          escaped += c;
+        }
+      }
+      spm_tokenize(spm_tables(), escaped, out);
+      return;
+    }
+  }
 }
 
 std::string Tokenizer::make_piece(int32_t id, bool render_special) const {
@@ -164,9 +182,11 @@ std::string Tokenizer::make_piece(int32_t id, bool render_special) const {
     case TokenType::kUserDefined:
       return text;
     case TokenType::kNormal:
-      return unescape_spaces(text);
+      return vocab_.model == TokenizerModel::kBpe ? decode_byte_level(text) : unescape_spaces(text);
     case TokenType::kByte:
-      return std::string(1, byte_of_token(text));
+      // llama.cpp's BPE decoding has no byte tokens and suppresses them.
+      return vocab_.model == TokenizerModel::kBpe ? std::string()
+                                                  : std::string(1, byte_of_token(text));
     case TokenType::kUndefined:
     case TokenType::kUnused:
       return {};
