@@ -14,11 +14,11 @@ constexpr auto kDoneTimeout = std::chrono::minutes(5);
 }  // namespace
 
 KvPager::KvPager(KvPaging& paging, int64_t n_layer, std::vector<backend::Event*> compute,
-                 std::vector<int> likely, backend::Event& admit)
+                 std::vector<int> runs_on, backend::Event& admit)
     : paging_(&paging),
       n_layer_(n_layer),
       compute_(std::move(compute)),
-      likely_(std::move(likely)),
+      runs_on_(std::move(runs_on)),
       admit_(&admit),
       slots_(paging.slots.size()),
       thread_([this](std::stop_token stop) { serve(stop); }) {}
@@ -63,26 +63,21 @@ KvPagingStats KvPager::stats() const {
   return s;
 }
 
-bool KvPager::reached(uint64_t value) const {
-  for (const backend::Event* e : compute_) {
-    if (e->value() >= value) return true;
-  }
-  return false;
+// Only the timeline of the backend that runs a layer says it is done: another backend may
+// already be working on the next micro-batch (pipelining) while this one is still running.
+// The session checks after queuing each micro-batch that every layer ran where expected.
+bool KvPager::reached(int64_t layer, uint64_t value) const {
+  return compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])]->value() >= value;
 }
 
-// Layer timelines advance on whichever backend ran the layer; wait on the likely one in short
-// slices and look at the others between them.
-Status KvPager::wait_done(uint64_t value, int likely, std::stop_token stop) {
-  const auto deadline = Clock::now() + kDoneTimeout;
-  backend::Event* first = compute_[static_cast<size_t>(likely)];
-  while (!reached(value)) {
-    if (stop.stop_requested()) return error(ErrorCode::kInternal, "kv pager: stopped");
-    if (Clock::now() > deadline)
-      return error(ErrorCode::kInternal, "kv pager: a layer never completed (timeline value " +
-                                             std::to_string(value) + ")");
-    (void)first->wait(value, std::chrono::milliseconds(1), stop);
-  }
-  return {};
+Status KvPager::wait_done(int64_t layer, uint64_t value, std::stop_token stop) {
+  backend::Event* e = compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])];
+  const backend::WaitResult r = e->wait(value, kDoneTimeout, stop);
+  if (r == backend::WaitResult::kReached) return {};
+  if (r == backend::WaitResult::kStopped) return error(ErrorCode::kInternal, "kv pager: stopped");
+  return error(ErrorCode::kInternal, "kv pager: layer " + std::to_string(layer) +
+                                         " never completed (timeline value " +
+                                         std::to_string(value) + ")");
 }
 
 Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::stop_token stop) {
@@ -91,19 +86,22 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
       pg.slots[static_cast<size_t>(pg.slot_of_layer[static_cast<size_t>(layer)])];
   // Compute is ready for this layer once the one before it is done; from then on it waits.
   const uint64_t ready_value = job.done_base + static_cast<uint64_t>(layer);
+  const int64_t before = layer > 0 ? layer - 1 : n_layer_ - 1;
   Clock::time_point ready_since{};
   auto note_ready = [&] {
-    if (ready_since == Clock::time_point{} && reached(ready_value)) ready_since = Clock::now();
+    if (ready_since == Clock::time_point{} && reached(before, ready_value))
+      ready_since = Clock::now();
   };
   note_ready();
   if (slot.layer != layer) {
     if (slot.layer >= 0) {
-      STRATA_RETURN_IF_ERROR(wait_done(slot.done, likely_[static_cast<size_t>(slot.layer)], stop));
+      STRATA_RETURN_IF_ERROR(wait_done(slot.layer, slot.done, stop));
       if (slot.dirty_end > slot.dirty_begin) {
         const auto first = static_cast<size_t>(slot.dirty_begin);
         const auto n = static_cast<size_t>(slot.dirty_end - slot.dirty_begin);
         const auto* k = static_cast<const uint8_t*>(mem.k->data);
         const auto* v = static_cast<const uint8_t*>(mem.v->data);
+        // On failure the slot keeps its layer and dirty cells: nothing is lost.
         STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_k(slot.layer) + first * pg.row_k,
                                               k + first * pg.row_k, n * pg.row_k));
         STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_v(slot.layer) + first * pg.row_v,
@@ -112,13 +110,15 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
       }
       note_ready();
     }
+    // From here the slot holds no layer until the load has completed.
+    slot.layer = -1;
+    slot.dirty_begin = slot.dirty_end = 0;
     const auto n = static_cast<size_t>(job.n_view);
     STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_k(layer), mem.k->data, n * pg.row_k));
     note_ready();
     STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_v(layer), mem.v->data, n * pg.row_v));
     bytes_in_ += n * (pg.row_k + pg.row_v);
     slot.layer = layer;
-    slot.dirty_begin = slot.dirty_end = 0;
   }
   // This job writes its cells into the slot: they go home when the slot is next reused.
   const int64_t end = job.first_cell + job.n_new;
@@ -161,8 +161,6 @@ void KvPager::serve(std::stop_token stop) {
             slots_[static_cast<size_t>(paging_->slot_of_layer[static_cast<size_t>(l)])];
         Status st = page_in(l, job, slot, stop);
         if (!st.ok()) {
-          // The slot's contents are unknown now: page it in afresh next time.
-          slot.layer = -1;
           std::lock_guard<std::mutex> lock(mutex_);
           if (error_.ok()) error_ = st;
         }

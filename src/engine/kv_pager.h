@@ -35,7 +35,7 @@ struct KvPagingStats {
 /// pager then still admits every layer, so compute never waits forever.
 class KvPager {
  public:
-  /// A micro-batch: layer l is done once any of the compute timelines reaches
+  /// A micro-batch: layer l is done once the timeline of the backend that runs it reaches
   /// done_base + l + 1 (see LayerFences); it writes cells [first_cell, first_cell + n_new)
   /// and reads the first n_view.
   struct Job {
@@ -45,10 +45,10 @@ class KvPager {
     int64_t n_view = 0;
   };
 
-  /// `compute`: the layer timelines (one per backend); `likely[l]` indexes the one that
-  /// usually reports layer l. `admit` is a host event owned by the caller.
+  /// `compute`: the layer timelines (one per backend); `runs_on[l]` indexes the one whose
+  /// backend runs layer l. `admit` is a host event owned by the caller.
   KvPager(KvPaging& paging, int64_t n_layer, std::vector<backend::Event*> compute,
-          std::vector<int> likely, backend::Event& admit);
+          std::vector<int> runs_on, backend::Event& admit);
   ~KvPager();
 
   /// The waits the next job's graph needs: each layer's cache writes wait for its admission.
@@ -58,6 +58,8 @@ class KvPager {
   /// The first error since the last call.
   Status take_error();
   KvPagingStats stats() const;
+  /// Per layer, the index of the timeline (backend) that runs it.
+  const std::vector<int>& runs_on() const { return runs_on_; }
 
  private:
   struct SlotState {
@@ -67,13 +69,13 @@ class KvPager {
   };
   void serve(std::stop_token stop);
   Status page_in(int64_t layer, const Job& job, SlotState& slot, std::stop_token stop);
-  Status wait_done(uint64_t value, int likely, std::stop_token stop);
-  bool reached(uint64_t value) const;
+  Status wait_done(int64_t layer, uint64_t value, std::stop_token stop);
+  bool reached(int64_t layer, uint64_t value) const;
 
   KvPaging* paging_;
   int64_t n_layer_;
   std::vector<backend::Event*> compute_;
-  std::vector<int> likely_;
+  std::vector<int> runs_on_;
   backend::Event* admit_;
   std::vector<SlotState> slots_;  // pager thread only
   uint64_t jobs_posted_ = 0;      // caller thread only

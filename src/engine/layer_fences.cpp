@@ -50,12 +50,20 @@ std::vector<backend::Event*> LayerFences::events() const {
   return out;
 }
 
-Status LayerFences::collect() {
+Status LayerFences::collect(const std::vector<int>* expected) {
   size_t found = 0;
+  const uint64_t base = base_ - layer_ends_.size();
   for (size_t b = 0; b < backends_.size(); ++b) {
     for (const paged::Fence& f : backends_[b]->take_queued_signals()) {
       pending_[b] = std::max(pending_[b], f.value);
       ++found;
+      const uint64_t layer = f.value - base - 1;
+      if (expected != nullptr && layer < expected->size() &&
+          (*expected)[static_cast<size_t>(layer)] != static_cast<int>(b)) {
+        return error(ErrorCode::kInternal, "--paged: layer " + std::to_string(layer) + " ran on " +
+                                               std::string(backends_[b]->device().name()) +
+                                               ", not where expected");
+      }
     }
   }
   signals_ += found;

@@ -30,8 +30,9 @@ class LayerFences {
   /// every backend. Returns the base of its timeline values: layer l is done once a backend's
   /// timeline reaches base + l + 1.
   uint64_t arm(std::span<const paged::WaitPoint> waits = {});
-  /// After the micro-batch is queued: checks that every layer boundary was found once.
-  Status collect();
+  /// After the micro-batch is queued: checks that every layer boundary was found once, and
+  /// with `expected` (per layer, a backend index) that each was found on that backend.
+  Status collect(const std::vector<int>* expected = nullptr);
   /// Blocks until every signal collected so far has fired (kInternal after `timeout`).
   Status wait(std::chrono::nanoseconds timeout);
   /// After a failed decode has been synchronized: raises every timeline past all values

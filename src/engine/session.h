@@ -73,6 +73,9 @@ class Session {
   sched::Scheduler& scheduler() { return *sched_; }
   /// The layer fences of a paged session (null otherwise).
   const LayerFences* layer_fences() const { return fences_.get(); }
+  /// The slots and home of a paged KV cache (null without paging). Between decode() calls
+  /// nothing else touches them, so a caller may inspect them or put another home in place.
+  KvPaging* kv_paging() { return cache_->paging(); }
   /// What KV paging moved so far (zeros without paging).
   KvPagingStats kv_paging_stats() const { return pager_ ? pager_->stats() : KvPagingStats{}; }
   ~Session();
