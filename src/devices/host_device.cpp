@@ -31,8 +31,9 @@ Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
     return error(ErrorCode::kInvalidArgument,
                  "cpu: thread count " + std::to_string(options.n_threads) + " is out of range");
   }
-  return std::unique_ptr<backend::Backend>(
-      new cpu::CpuBackend(*this, options.n_threads, options.wait_timeout));
+  auto backend = std::make_unique<cpu::CpuBackend>(*this, options.n_threads, options.wait_timeout);
+  if (!backend->start_status().ok()) return backend->start_status().with_context("cpu");
+  return std::unique_ptr<backend::Backend>(std::move(backend));
 }
 
 Result<std::unique_ptr<backend::Event>> HostDevice::make_event() {
