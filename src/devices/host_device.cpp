@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu_backend.h"
+#include "cpu/kernels/dispatch.h"
 
 namespace strata::devices {
 
@@ -18,11 +19,9 @@ backend::DeviceMemory HostDevice::memory() const {
 }
 
 bool HostDevice::supports_op(const core::Tensor& node) const {
-  // The CPU kernels cover every op for every type core can convert.
-  for (const core::Tensor* s : node.src) {
-    if (s != nullptr && !core::is_computable(s->type)) return false;
-  }
-  return core::is_computable(node.type);
+  // Exactly what the CPU kernels accept (types, layouts, parameters), so that the scheduler
+  // never gives this device a node that would then fail when computed.
+  return cpu::check_node(node).ok();
 }
 
 Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
