@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace {
 
@@ -20,6 +21,23 @@ void print_usage() {
       stderr);
 }
 
+int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
+  namespace tools = strata::tools;
+  if (cmd == "run") return tools::run_command(args);
+  if (cmd == "inspect") return tools::inspect_command(args);
+  if (cmd == "synth") return tools::synth_command(args);
+  if (cmd == "devices") return tools::devices_command(args);
+  if (cmd == "bench") return tools::bench_command(args);
+  if (cmd == "perplexity") return tools::perplexity_command(args);
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    print_usage();
+    return 0;
+  }
+  std::fprintf(stderr, "strata: unknown command '%s'\n", cmd.c_str());
+  print_usage();
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -28,18 +46,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "run") return strata::tools::run_command(args);
-  if (cmd == "inspect") return strata::tools::inspect_command(args);
-  if (cmd == "synth") return strata::tools::synth_command(args);
-  if (cmd == "devices") return strata::tools::devices_command(args);
-  if (cmd == "bench") return strata::tools::bench_command(args);
-  if (cmd == "perplexity") return strata::tools::perplexity_command(args);
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    print_usage();
-    return 0;
+  int rc = dispatch(cmd, std::vector<std::string>(argv + 2, argv + argc));
+  if (strata::Status st = strata::tools::check_stdout(); !st.ok()) {
+    // A command that already failed has said why; its own exit code stands.
+    if (rc == 0) rc = strata::tools::report_error(cmd.c_str(), st);
   }
-  std::fprintf(stderr, "strata: unknown command '%s'\n", cmd.c_str());
-  print_usage();
-  return 2;
+  if (!strata::tools::stderr_ok() && rc == 0) rc = 1;
+  return rc;
 }

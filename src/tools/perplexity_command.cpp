@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
+#include "tools/output.h"
 
 namespace strata::tools {
 namespace {
@@ -115,7 +116,7 @@ int perplexity_command(const std::vector<std::string>& args) {
                        eta - 60.0 * static_cast<int>(eta / 60.0));
         }
         std::printf("[%lld]%.4f,", static_cast<long long>(c.index + 1), c.ppl);
-        std::fflush(stdout);
+        (void)check_stdout();  // flushes; a failure is reported when the run ends
       });
   if (!result.ok()) return report_error("perplexity", result.status());
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);

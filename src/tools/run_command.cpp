@@ -11,6 +11,7 @@
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
+#include "tools/output.h"
 
 namespace strata::tools {
 namespace {
@@ -116,15 +117,11 @@ int run_command(const std::vector<std::string>& args) {
           ? static_cast<uint64_t>(o.seed)
           : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 
-  std::fputs(o.prompt.c_str(), stdout);
-  std::fflush(stdout);
-  auto stats = engine::generate(*session, gp, [](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  });
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  if (Status st = write_stdout(o.prompt); !st.ok()) return report_error("run", st);
+  auto stats = engine::generate(*session, gp, write_stdout);
+  const Status newline = write_stdout("\n");
   if (!stats.ok()) return report_error("run", stats.status());
+  if (!newline.ok()) return report_error("run", newline);
 
   if (stats->stop == engine::StopReason::kContextFull) {
     std::fprintf(stderr, "stopped: the context of %lld tokens is full (raise -c)\n",

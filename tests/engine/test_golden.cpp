@@ -92,7 +92,7 @@ TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
     gp.prompt = g->prompt;
     gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
     gp.sampling.temperature = 0.0f;
-    auto stats = generate(*l.session, gp, [](std::string_view) {});
+    auto stats = generate(*l.session, gp, [](std::string_view) { return Status{}; });
     ASSERT_TRUE(stats.ok()) << stats.status().message();
     EXPECT_EQ(stats->tokens, g->greedy_tokens) << prompt;
   }
