@@ -1,5 +1,9 @@
 #include "tools/layout_flags.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "devices/byte_size.h"
@@ -7,6 +11,7 @@
 #include "devices/registry.h"
 #include "gguf/file.h"
 #include "model/llama_hparams.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -15,19 +20,52 @@ Status invalid(const std::string& what) {
   return error(ErrorCode::kInvalidArgument, what);
 }
 
+// Most partitions --partitions makes, so the highest index --devices may name is one less.
+constexpr int64_t kMaxPartitions = 256;
+// Proportions are relative, so a bound this high costs nothing and keeps their sum finite.
+constexpr float kMaxProportion = 1e6f;
+
 Result<std::vector<float>> parse_split(const std::string& text) {
   std::vector<float> out;
   if (text.empty()) return out;
+  // getline drops a trailing empty item, so "3,1," would pass as "3,1" without this.
+  if (text.back() == ',') return invalid("-ts: empty proportion at the end of '" + text + "'");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const float f = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(f >= 0.0f))
-      return invalid("-ts: bad proportion '" + item + "'");
+    if (item.empty() || *end != '\0' || !std::isfinite(f) || f < 0.0f)
+      return invalid("-ts: bad proportion '" + item + "' (a number from 0 to 1e6)");
+    if (f > kMaxProportion)
+      return invalid("-ts: proportion '" + item + "' is above 1e6 (only the ratios count)");
     out.push_back(f);
   }
+  float total = 0.0f;
+  for (float f : out) total += f;
+  if (total <= 0.0f) return invalid("-ts: the proportions '" + text + "' are all zero");
   return out;
+}
+
+// The partitions a --devices list needs: one more than the highest "part:K" it names. Names
+// that are not "part:" and a digit string are left for the device list to reject.
+Result<int> partitions_named(const std::string& list) {
+  int wanted = 0;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.rfind("part:", 0) != 0) continue;
+    const std::string index = name.substr(5);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    errno = 0;
+    const long long k = std::strtoll(index.c_str(), nullptr, 10);
+    if (errno == ERANGE || k >= kMaxPartitions) {
+      return invalid("--devices: partition index " + index + " is out of range [0, " +
+                     std::to_string(kMaxPartitions - 1) + "]");
+    }
+    wanted = std::max(wanted, static_cast<int>(k) + 1);
+  }
+  return wanted;
 }
 
 Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
@@ -37,17 +75,21 @@ Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
     if (!b.ok()) return b.status().with_context("--device-mem");
     budget = *b;
   }
-  if (o.partitions < 0 || o.partitions > 256) return invalid("--partitions must be in [0, 256]");
+  if (o.partitions < 0 || o.partitions > kMaxPartitions) {
+    return invalid("--partitions must be in [0, " + std::to_string(kMaxPartitions) + "], got " +
+                   std::to_string(o.partitions));
+  }
+  if (budget != 0 && o.partitions == 0 && o.devices.empty())
+    return invalid("--device-mem needs --partitions N or --devices part:K");
   const int n = o.partitions > 0 ? static_cast<int>(o.partitions) : 0;
   std::vector<backend::Device*> devs;
   if (n > 0 || !o.devices.empty()) {
     // --devices part:K needs the partitions to exist; make as many as the list names.
     int wanted = n;
     if (wanted == 0) {
-      for (size_t pos = o.devices.find("part:"); pos != std::string::npos;
-           pos = o.devices.find("part:", pos + 1)) {
-        wanted = std::max(wanted, std::atoi(o.devices.c_str() + pos + 5) + 1);
-      }
+      auto named = partitions_named(o.devices);
+      if (!named.ok()) return named.status();
+      wanted = *named;
     }
     if (wanted > 0) {
       auto parts = devices::make_partitions(wanted, budget);
@@ -113,8 +155,8 @@ std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
                                 const engine::SessionParams& params) {
   if (o.split_mode != "none" && o.split_mode != "layer") {
-    if (o.split_mode == "tensor")
-      return error(ErrorCode::kUnsupported, "-sm tensor is not supported yet");
+    // A usage error like any other -sm value, though a planned one.
+    if (o.split_mode == "tensor") return invalid("-sm tensor is not supported yet (none or layer)");
     return invalid("-sm must be none or layer, got '" + o.split_mode + "'");
   }
   auto devs = make_devices(o);
@@ -134,6 +176,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   }
 
   // The layout needs the layer count before the weights are placed: read just the header.
+  // The session's parameters are checked against the model here too, before any loading.
   int64_t n_layer = 0;
   {
     auto file = gguf::File::open(model_path);
@@ -141,6 +184,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
     auto hp = model::read_llama_hparams(*file);
     if (!hp.ok()) return hp.status();
     n_layer = hp->n_layer;
+    STRATA_RETURN_IF_ERROR(check_session(*hp, params));
   }
   auto layout = engine::make_layout(n_layer, lp);
   if (!layout.ok()) return layout.status();

@@ -7,7 +7,7 @@
 
 namespace {
 
-void print_usage() {
+void print_usage(FILE* to) {
   std::fputs(
       "usage: strata <command> [flags]\n"
       "commands:\n"
@@ -17,8 +17,9 @@ void print_usage() {
       "  devices   list the devices (strata devices [--partitions N] [--device-mem 512M])\n"
       "  bench     measure prompt and generation speed (strata bench -m MODEL [-p 512] [-n 128])\n"
       "  perplexity  score a text file (strata perplexity -m MODEL -f TEXT [-c 512])\n"
-      "run 'strata <command> --help' for the flags of a command\n",
-      stderr);
+      "run 'strata <command> --help' for the flags of a command, 'strata --version' for the "
+      "version\n",
+      to);
 }
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
@@ -30,11 +31,15 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "bench") return tools::bench_command(args);
   if (cmd == "perplexity") return tools::perplexity_command(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
-    print_usage();
+    print_usage(stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("strata %s\n", STRATA_VERSION);
     return 0;
   }
   std::fprintf(stderr, "strata: unknown command '%s'\n", cmd.c_str());
-  print_usage();
+  print_usage(stderr);
   return 2;
 }
 
@@ -42,7 +47,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    print_usage();
+    print_usage(stderr);
     return 2;
   }
   const std::string cmd = argv[1];

@@ -1,6 +1,10 @@
 // `strata perplexity`: a model's perplexity on a text file, with llama-perplexity's output.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -13,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/output.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -54,6 +59,14 @@ Status validate(const PerplexityOptions& o) {
 }
 
 Result<std::string> read_text(const std::string& path) {
+  // Checked before opening: a FIFO would block the open, a directory would read as empty.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return error(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                 "cannot open text file " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return error(ErrorCode::kIo, "cannot open text file " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return error(ErrorCode::kNotFound, "cannot open text file " + path);
   std::ostringstream s;
@@ -90,6 +103,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.flash_attn = o.flash_attn;
+  warn_session("perplexity", (*model)->hparams(), sp);
   auto session = engine::Session::create(**model, device, sp);
   if (!session.ok()) return report_error("perplexity", session.status());
 

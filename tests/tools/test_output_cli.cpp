@@ -76,6 +76,7 @@ TEST(OutputCli, PerplexityToAFullDiskFails) {
 }
 
 TEST(OutputCli, HelpToAFullDiskFails) {
+  EXPECT_EQ(to_full("--help").exit_code, 1);
   EXPECT_EQ(to_full("run --help").exit_code, 1);
 }
 
