@@ -176,7 +176,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   }
 
   // The layout needs the layer count before the weights are placed: read just the header.
-  // The session's parameters are checked against the model here too, before any loading.
+  // The session's size is checked against the machine here too, before anything is allocated.
   int64_t n_layer = 0;
   {
     auto file = gguf::File::open(model_path);
@@ -184,7 +184,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
     auto hp = model::read_llama_hparams(*file);
     if (!hp.ok()) return hp.status();
     n_layer = hp->n_layer;
-    STRATA_RETURN_IF_ERROR(check_session(*hp, params));
+    STRATA_RETURN_IF_ERROR(check_session(*hp, params, devices::host_device().memory().total));
   }
   auto layout = engine::make_layout(n_layer, lp);
   if (!layout.ok()) return layout.status();

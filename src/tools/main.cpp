@@ -1,5 +1,8 @@
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "tools/commands.h"
@@ -51,7 +54,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string cmd = argv[1];
-  int rc = dispatch(cmd, std::vector<std::string>(argv + 2, argv + argc));
+  int rc = 1;
+  // The commands return errors as values; these catch what the standard library throws where
+  // no error value can be had (a thread or an allocation refused deep in a container), so
+  // that it is still one line and exit code 1 rather than an abort.
+  try {
+    rc = dispatch(cmd, std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "strata %s: out of memory\n", cmd.c_str());
+    rc = 1;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "strata %s: %s\n", cmd.c_str(), e.what());
+    rc = 1;
+  }
   if (strata::Status st = strata::tools::check_stdout(); !st.ok()) {
     // A command that already failed has said why; its own exit code stands.
     if (rc == 0) rc = strata::tools::report_error(cmd.c_str(), st);

@@ -103,13 +103,19 @@ int perplexity_command(const std::vector<std::string>& args) {
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.flash_attn = o.flash_attn;
-  warn_session("perplexity", (*model)->hparams(), sp);
-  auto session = engine::Session::create(**model, device, sp);
-  if (!session.ok()) return report_error("perplexity", session.status());
 
+  // The text's length and the session's size are checked before the session is made.
   const auto t_tok = std::chrono::steady_clock::now();
   const std::vector<int32_t> tokens = (*model)->tokenizer().encode(*text, /*add_special=*/true);
   const double tokenize_s = seconds_since(t_tok);
+  if (Status st = engine::check_text_length(static_cast<int64_t>(tokens.size()), o.ctx); !st.ok()) {
+    return report_error("perplexity", st);
+  }
+  if (Status st = check_session((*model)->hparams(), sp, device.memory().total); !st.ok())
+    return report_error("perplexity", st);
+  warn_session("perplexity", (*model)->hparams(), sp);
+  auto session = engine::Session::create(**model, device, sp);
+  if (!session.ok()) return report_error("perplexity", session.status());
   engine::PerplexityParams pp;
   pp.n_ctx = o.ctx;
   pp.n_batch = sp.n_batch;
