@@ -1,5 +1,6 @@
 // Allocation-failure injection: a buffer type that fails its n-th allocation, swept over every
-// allocation of a model load, a session's creation, a prefill and a decode step. Each failure
+// allocation of a model load, a session's creation, a prefill and a decode step, on the host
+// and on a layout that offloads layers to a second device. Each failure
 // must end in an error value (kOutOfMemory), never a crash; a session whose decode failed stays
 // usable, as Session::decode promises.
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "devices/host_device.h"
+#include "engine/layout.h"
 #include "engine/session.h"
 #include "golden.h"
 #include "memory/buffer.h"
@@ -138,6 +140,46 @@ TEST(AllocFailure, SessionPrefillAndDecodeEndInAnErrorAtEveryAllocation) {
       static_cast<long long>(decode_points));
   // Still usable after every injected failure.
   EXPECT_TRUE(s.decode(next).ok());
+}
+
+// Two devices: the last three layers, their KV cache and the output on the failing device.
+TEST(AllocFailure, MultiDeviceLayoutEndsInAnErrorAtEveryAllocation) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  FailingDevice device;
+  LayoutParams lp;
+  lp.devices = {&device};
+  lp.n_gpu_layers = 99;
+  auto layout = make_layout(5, lp);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  const model::WeightPlacement placement = weight_placement(*layout, devices::host_device());
+  const int64_t load_points = sweep(device.failing(), [&]() -> Status {
+    auto m = model::Model::load(kModel, placement);
+    return m.ok() ? Status{} : m.status();
+  });
+  auto model = model::Model::load(kModel, placement);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  SessionParams sp;
+  sp.n_ctx = 64;
+  sp.n_ubatch = 4;
+  const int64_t create_points = sweep(device.failing(), [&]() -> Status {
+    auto s = Session::create(**model, devices::host_device(), *layout, sp);
+    return s.ok() ? Status{} : s.status();
+  });
+  auto session = Session::create(**model, devices::host_device(), *layout, sp);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  const int64_t prefill_points = sweep(device.failing(), [&]() -> Status {
+    const Status st = (*session)->decode(kPrompt);
+    if (st.ok()) (*session)->reset();
+    return st;
+  });
+  std::printf(
+      "two devices: %lld allocation points in model load, %lld at session creation, "
+      "%lld in a prefill, each failed cleanly\n",
+      static_cast<long long>(load_points), static_cast<long long>(create_points),
+      static_cast<long long>(prefill_points));
+  EXPECT_GT(load_points, 0);
+  EXPECT_GT(create_points, 0);
+  EXPECT_TRUE((*session)->decode(kPrompt).ok());
 }
 
 }  // namespace
