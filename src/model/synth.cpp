@@ -207,6 +207,11 @@ Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
   if (spec.n_threads < 0) return invalid("thread count must not be negative");
   LlamaHparams hp = spec.hparams;
   STRATA_RETURN_IF_ERROR(check_shape(hp));
+  // A made-up vocabulary of millions of tokens takes seconds to build: with the size known
+  // already, an impossible file is refused before that.
+  if (spec.vocab_path.empty()) {
+    STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(plan_llama_tensors(hp, *ft))));
+  }
   auto vocab = resolve_vocab(spec, hp);
   if (!vocab.ok()) return vocab.status();
   const std::vector<SynthTensor> tensors = plan_llama_tensors(hp, *ft);

@@ -53,6 +53,7 @@ TEST(LimitsCli, PerplexityChecksTheTextBeforeTheSession) {
 
 TEST(LimitsCli, SynthRefusesAFileLargerThanTheDisk) {
   const std::string path = std::string(STRATA_TEST_TMPDIR) + "/limits_cli_huge.gguf";
+  const auto t0 = std::chrono::steady_clock::now();
   const Outcome o =
       run("synth --preset tiny --type f16 --n-embd 1048576 --n-head 8 "
           "--n-head-kv 8 --n-vocab 16777216 -o " +
@@ -60,6 +61,7 @@ TEST(LimitsCli, SynthRefusesAFileLargerThanTheDisk) {
   EXPECT_EQ(o.exit_code, 1) << o.out;
   EXPECT_THAT(o.out, HasSubstr("free"));
   EXPECT_EQ(lines(o.out), 1u) << o.out;
+  EXPECT_LT(seconds_since(t0), 5.0);  // before building the 16M-token vocabulary
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
 }
