@@ -11,8 +11,7 @@
 #include "gguf/file.h"
 #include "memory/buffer.h"
 #include "model/llama_hparams.h"
-#include "model/model.h"
-#include "model/tokenizer.h"
+#include "model/model.h"  // and the tokenizer, wherever its header lives
 
 namespace {
 

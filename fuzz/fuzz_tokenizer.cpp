@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gguf/file.h"
-#include "model/tokenizer.h"
+#include "model/model.h"  // the tokenizer, wherever its header lives
 
 namespace {
 
