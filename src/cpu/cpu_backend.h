@@ -30,6 +30,8 @@ class CpuBackend final : public backend::Backend {
   Status synchronize() override { return {}; }
 
   int n_threads() const { return pool_.size(); }
+  /// Whether the thread pool started all its workers (ThreadPool::start_status).
+  const Status& start_status() const { return pool_.start_status(); }
 
  private:
   backend::Device* device_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <new>
 #include <string>
 
 #include "cpu/kernels/dispatch.h"
@@ -55,7 +56,16 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
     work.push_back(node);
   }
   if (work.empty()) return {};
-  if (scratch.size() < need) scratch.resize(need);
+  if (scratch.size() < need) {
+    // Grows on a hot path, so the one allocation that can fail there is turned into an error
+    // value here; the old scratch stays as it was.
+    try {
+      scratch.resize(need);
+    } catch (const std::bad_alloc&) {
+      return error(ErrorCode::kOutOfMemory, "cpu: cannot allocate " + std::to_string(need) +
+                                                " bytes of kernel scratch space");
+    }
+  }
 
   // A node that fails on any thread stops every thread after that node's barrier. Failures
   // at node i are recorded before barrier i and read after it, so all threads agree on where

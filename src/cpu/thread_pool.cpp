@@ -1,6 +1,8 @@
 #include "cpu/thread_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -42,15 +44,31 @@ uint32_t wait_for_change(const std::atomic<uint32_t>& a, uint32_t old) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  // Thread creation and the vector's allocation throw; a constructor can only report through
+  // the pool's state, and the caller checks start_status() before use.
+  try {
+    workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  } catch (const std::exception& e) {
+    start_status_ =
+        error(ErrorCode::kOutOfMemory,
+              "cannot start worker thread " + std::to_string(workers_.size() + 1) + " of " +
+                  std::to_string(n_threads_ - 1) + ": " + e.what() + " (use fewer threads: -t)");
+    stop_workers();
+    n_threads_ = 1;
+  }
 }
 
 ThreadPool::~ThreadPool() {
+  stop_workers();
+}
+
+void ThreadPool::stop_workers() {
   stop_.store(true, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::run(const std::function<void(int ith, int nth)>& fn) {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/status.h"
+
 namespace strata::cpu {
 
 /// Threads are created once, in the constructor, and live until the destructor. Between runs
@@ -16,7 +18,8 @@ namespace strata::cpu {
 class ThreadPool {
  public:
   /// A pool of `n_threads` participants: the calling thread plus n_threads - 1 workers.
-  /// Values below 1 are treated as 1.
+  /// Values below 1 are treated as 1. If the OS refuses a thread, the workers already started
+  /// are stopped, the pool runs everything on the caller, and start_status() says why.
   explicit ThreadPool(int n_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -24,6 +27,10 @@ class ThreadPool {
 
   /// Number of participants in a run (workers + the caller).
   int size() const { return n_threads_; }
+
+  /// kOutOfMemory naming the thread the OS refused, if the constructor could not start every
+  /// worker; owners turn it into their own error rather than run with fewer threads.
+  const Status& start_status() const { return start_status_; }
 
   /// Calls fn(ith, nth) once on every participant, the calling thread as ith = 0, and returns
   /// when all calls have returned. Runs from different threads are serialized. `fn` must not
@@ -37,8 +44,10 @@ class ThreadPool {
 
  private:
   void worker_loop(int ith);
+  void stop_workers();
 
   int n_threads_;
+  Status start_status_;
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;
   const std::function<void(int, int)>* job_ = nullptr;

@@ -5,6 +5,7 @@
 
 #include "backend/host_event.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/kernels/dispatch.h"
 
 namespace strata::devices {
 
@@ -19,11 +20,9 @@ backend::DeviceMemory HostDevice::memory() const {
 }
 
 bool HostDevice::supports_op(const core::Tensor& node) const {
-  // The CPU kernels cover every op for every type core can convert.
-  for (const core::Tensor* s : node.src) {
-    if (s != nullptr && !core::is_computable(s->type)) return false;
-  }
-  return core::is_computable(node.type);
+  // Exactly what the CPU kernels accept (types, layouts, parameters), so that the scheduler
+  // never gives this device a node that would then fail when computed.
+  return cpu::check_node(node).ok();
 }
 
 Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
@@ -32,8 +31,9 @@ Result<std::unique_ptr<backend::Backend>> HostDevice::make_backend(
     return error(ErrorCode::kInvalidArgument,
                  "cpu: thread count " + std::to_string(options.n_threads) + " is out of range");
   }
-  return std::unique_ptr<backend::Backend>(
-      new cpu::CpuBackend(*this, options.n_threads, options.wait_timeout));
+  auto backend = std::make_unique<cpu::CpuBackend>(*this, options.n_threads, options.wait_timeout);
+  if (!backend->start_status().ok()) return backend->start_status().with_context("cpu");
+  return std::unique_ptr<backend::Backend>(std::move(backend));
 }
 
 Result<std::unique_ptr<backend::Event>> HostDevice::make_event() {

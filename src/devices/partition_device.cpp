@@ -1,5 +1,6 @@
 #include "devices/partition_device.h"
 
+#include <system_error>
 #include <utility>
 
 #include "backend/host_event.h"
@@ -30,8 +31,15 @@ bool PartitionDevice::supports_op(const core::Tensor& node) const {
 Result<std::unique_ptr<backend::Backend>> PartitionDevice::make_backend(
     const backend::BackendOptions& options) {
   const int queue_core = spec_.cores.empty() ? -1 : spec_.cores[0];
-  return std::unique_ptr<backend::Backend>(
-      new PartitionBackend(*this, team(), queue_core, options.wait_timeout));
+  cpu::ThreadPool& pool = team();
+  if (!pool.start_status().ok()) return pool.start_status().with_context(name_);
+  // The backend's queue thread is started by its constructor, which can only throw.
+  try {
+    return std::unique_ptr<backend::Backend>(
+        new PartitionBackend(*this, pool, queue_core, options.wait_timeout));
+  } catch (const std::system_error& e) {
+    return error(ErrorCode::kOutOfMemory, name_ + ": cannot start the queue thread: " + e.what());
+  }
 }
 
 Result<std::unique_ptr<backend::Event>> PartitionDevice::make_event() {

@@ -14,17 +14,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-Result<GenerateStats> generate(Session& session, const GenerateParams& params,
-                               const std::function<void(std::string_view)>& on_text) {
-  const auto& tok = session.model().tokenizer();
-  const std::vector<int32_t> prompt = tok.encode(params.prompt, /*add_special=*/true);
-  if (prompt.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
-  const auto n_prompt = static_cast<int64_t>(prompt.size());
+Result<std::vector<int32_t>> tokenize_prompt(const Session& session, const std::string& prompt) {
+  std::vector<int32_t> tokens = session.model().tokenizer().encode(prompt, /*add_special=*/true);
+  if (tokens.empty()) return error(ErrorCode::kInvalidArgument, "the prompt is empty");
+  const auto n_prompt = static_cast<int64_t>(tokens.size());
   if (session.n_past() + n_prompt >= session.n_ctx()) {
     return error(ErrorCode::kOutOfRange, "the prompt is " + std::to_string(n_prompt) +
                                              " tokens but the context holds " +
                                              std::to_string(session.n_ctx()) + " (raise -c)");
   }
+  return tokens;
+}
+
+Result<GenerateStats> generate(Session& session, const GenerateParams& params,
+                               const std::function<Status(std::string_view)>& on_text) {
+  const auto& tok = session.model().tokenizer();
+  auto tokenized = tokenize_prompt(session, params.prompt);
+  if (!tokenized.ok()) return tokenized.status();
+  const std::vector<int32_t>& prompt = *tokenized;
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
   GenerateStats stats;
   stats.n_prompt = n_prompt;
   Sampler sampler(params.sampling);
@@ -47,7 +55,7 @@ Result<GenerateStats> generate(Session& session, const GenerateParams& params,
     sampler.accept(next);
     stats.tokens.push_back(next);
     ++stats.n_generated;
-    on_text(tok.token_to_piece(next));
+    STRATA_RETURN_IF_ERROR(on_text(tok.token_to_piece(next)));
     if (params.n_predict >= 0 && n + 1 == params.n_predict) break;  // last token needs no decode
     if (session.n_past() >= session.n_ctx()) {                      // context full: stop cleanly
       stats.stop = StopReason::kContextFull;

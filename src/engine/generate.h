@@ -32,11 +32,16 @@ struct GenerateStats {
   std::vector<int32_t> tokens;  ///< the generated tokens
 };
 
-/// Tokenizes the prompt (BOS added as the vocabulary asks), evaluates it in batches, then
-/// samples until `n_predict` tokens, an end-of-generation token, or a full context. Each
-/// generated token's text goes to `on_text` as soon as it is known. The prompt must fit the
-/// context with room for at least one token; otherwise kOutOfRange before any work.
+/// The prompt's tokens (BOS added as the vocabulary asks), if they fit the session's context
+/// with room for at least one more token: kInvalidArgument for an empty prompt, kOutOfRange
+/// for one too long. Lets a caller check the prompt before it shows or evaluates anything.
+Result<std::vector<int32_t>> tokenize_prompt(const Session& session, const std::string& prompt);
+
+/// Tokenizes the prompt (as tokenize_prompt, whose errors it returns before any work),
+/// evaluates it in batches, then samples until `n_predict` tokens, an end-of-generation token,
+/// or a full context. Each generated token's text goes to `on_text` as soon as it is known; an
+/// error from `on_text` (output that cannot be written) ends generation and is returned.
 Result<GenerateStats> generate(Session& session, const GenerateParams& params,
-                               const std::function<void(std::string_view)>& on_text);
+                               const std::function<Status(std::string_view)>& on_text);
 
 }  // namespace strata::engine

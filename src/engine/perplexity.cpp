@@ -32,6 +32,16 @@ double NllStats::ppl_error() const {
   return std::sqrt(variance / (n - 1.0)) * std::exp(mean_nll);
 }
 
+Status check_text_length(int64_t n_tokens, int64_t n_ctx) {
+  if (n_tokens < 2 * n_ctx) {
+    return error(ErrorCode::kOutOfRange, "the text is too short: " + std::to_string(n_tokens) +
+                                             " tokens; need at least " + std::to_string(2 * n_ctx) +
+                                             " tokens (two chunks of " + std::to_string(n_ctx) +
+                                             ")");
+  }
+  return {};
+}
+
 Result<PerplexityResult> compute_perplexity(
     Session& session, std::span<const int32_t> tokens, const PerplexityParams& params,
     const std::function<void(const PerplexityChunk&)>& on_chunk) {
@@ -46,12 +56,7 @@ Result<PerplexityResult> compute_perplexity(
                                                   std::to_string(session.n_ctx()));
   }
   const auto n_tokens = static_cast<int64_t>(tokens.size());
-  if (n_tokens < 2 * n_ctx) {
-    return error(ErrorCode::kOutOfRange, "the text is too short: " + std::to_string(n_tokens) +
-                                             " tokens; need at least " + std::to_string(2 * n_ctx) +
-                                             " tokens (two chunks of " + std::to_string(n_ctx) +
-                                             ")");
-  }
+  STRATA_RETURN_IF_ERROR(check_text_length(n_tokens, n_ctx));
   const int64_t n_batch = std::min(params.n_batch, session.n_batch());
   if (n_batch < 1) {
     return error(ErrorCode::kInvalidArgument, "the batch size must be at least 1");

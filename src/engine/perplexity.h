@@ -60,6 +60,10 @@ struct PerplexityResult {
   int64_t n_chunks = 0;
 };
 
+/// kOutOfRange "the text is too short" unless `n_tokens` fill two chunks of `n_ctx` (the
+/// first half of each chunk is context only); lets a caller check before making a session.
+Status check_text_length(int64_t n_tokens, int64_t n_ctx);
+
 /// Splits `tokens` (the whole text, tokenized with BOS as the vocabulary asks) into
 /// non-overlapping chunks of n_ctx tokens, dropping the remainder. Each chunk is evaluated from
 /// an empty cache (the session is reset) with its first token replaced by BOS when the

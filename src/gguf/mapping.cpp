@@ -35,7 +35,9 @@ class Descriptor {
 }  // namespace
 
 Result<Mapping> Mapping::map_file(const std::string& path) {
-  const Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before the regular-file
+  // check below could refuse it; for a regular file it changes nothing.
+  const Descriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return os_error("cannot open", path, errno);
 
   struct stat st {};

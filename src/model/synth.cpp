@@ -1,11 +1,15 @@
 #include "model/synth.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 #include "gguf/writer.h"
+#include "memory/buffer.h"
 #include "model/synth_random.h"
 #include "model/synth_recipe.h"
 #include "model/synth_tensors.h"
@@ -171,6 +175,30 @@ Status write_tensor(gguf::Writer& w, const SynthTensor& t, uint64_t seed, int n_
   return {};
 }
 
+// The tensor data alone, before metadata and alignment padding: a lower bound on the file.
+double tensor_bytes(const std::vector<SynthTensor>& tensors) {
+  double total = 0.0;
+  for (const SynthTensor& t : tensors) {
+    total += static_cast<double>(core::row_size(t.type, t.ne[0])) *
+             static_cast<double>(t.n_elements() / t.ne[0]);
+  }
+  return std::min(total, 1.8e19);  // stays within size_t for the message
+}
+
+// Refuses a file larger than the free space of the disk it goes to, before writing a byte.
+Status check_disk_space(const std::string& path, double need) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return {};  // the open that follows says what is wrong
+  const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (need <= free) return {};
+  return error(ErrorCode::kIo, "cannot write '" + path + "': the model needs " +
+                                   memory::format_bytes(static_cast<size_t>(need)) +
+                                   " but the disk has " +
+                                   memory::format_bytes(static_cast<size_t>(free)) + " free");
+}
+
 }  // namespace
 
 Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
@@ -179,10 +207,16 @@ Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
   if (spec.n_threads < 0) return invalid("thread count must not be negative");
   LlamaHparams hp = spec.hparams;
   STRATA_RETURN_IF_ERROR(check_shape(hp));
+  // A made-up vocabulary of millions of tokens takes seconds to build: with the size known
+  // already, an impossible file is refused before that.
+  if (spec.vocab_path.empty()) {
+    STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(plan_llama_tensors(hp, *ft))));
+  }
   auto vocab = resolve_vocab(spec, hp);
   if (!vocab.ok()) return vocab.status();
   const std::vector<SynthTensor> tensors = plan_llama_tensors(hp, *ft);
   STRATA_RETURN_IF_ERROR(check_supported(*ft, tensors));
+  STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(tensors)));
 
   gguf::Writer w;
   const bool quantized = std::any_of(tensors.begin(), tensors.end(), [](const SynthTensor& t) {

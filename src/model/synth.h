@@ -37,7 +37,8 @@ Result<LlamaHparams> synth_preset(std::string_view name);
 /// whatever the model's size, and the output does not depend on n_threads. kInvalidArgument
 /// for an unknown type, an inconsistent shape, or an n_vocab that disagrees with `vocab_path`;
 /// kUnsupported for a type this build cannot quantize to (nothing is written then); file errors
-/// as the OS reports them. A failed write leaves no file behind.
+/// as the OS reports them; a model larger than the disk's free space is kIo before anything is
+/// written. A failed write leaves no file behind.
 Status write_synthetic_llama(const SynthSpec& spec, const std::string& path);
 
 }  // namespace strata::model

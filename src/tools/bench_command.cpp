@@ -18,6 +18,7 @@
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
 #include "tools/probe.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -467,6 +468,12 @@ int bench_command(const std::vector<std::string>& args) {
   if (!loaded.ok()) return report_error("bench", loaded.status());
   auto& model = loaded->model;
   auto& session = loaded->session;
+  {
+    // The context bench picks for itself is no choice of the user's to warn about.
+    engine::SessionParams asked = sp;
+    asked.n_ctx = o.ctx;
+    warn_session("bench", model->hparams(), asked);
+  }
   Report r;
   r.model = model_facts(o.model, *model);
   r.threads = sp.n_threads;

@@ -21,6 +21,8 @@ int inspect_command(const std::vector<std::string>& args) {
     std::printf("usage: strata inspect MODEL.gguf\n%s", flags.usage().c_str());
     return 0;
   }
+  if (Status st = check_range("--max-items", max_items, 0, int64_t{1} << 30); !st.ok())
+    return report_error("inspect", st);
   if (files.size() != 1) {
     return report_error("inspect", error(ErrorCode::kInvalidArgument, "expected one GGUF file"));
   }

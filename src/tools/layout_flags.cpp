@@ -1,5 +1,8 @@
 #include "tools/layout_flags.h"
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -8,6 +11,7 @@
 #include "devices/registry.h"
 #include "gguf/file.h"
 #include "model/llama_hparams.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -16,18 +20,30 @@ Status invalid(const std::string& what) {
   return error(ErrorCode::kInvalidArgument, what);
 }
 
+// Most partitions --partitions makes, so the highest index --devices may name is one less.
+constexpr int64_t kMaxPartitions = 256;
+// Proportions are relative, so a bound this high costs nothing and keeps their sum finite.
+constexpr float kMaxProportion = 1e6f;
+
 Result<std::vector<float>> parse_split(const std::string& text) {
   std::vector<float> out;
   if (text.empty()) return out;
+  // getline drops a trailing empty item, so "3,1," would pass as "3,1" without this.
+  if (text.back() == ',') return invalid("-ts: empty proportion at the end of '" + text + "'");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const float f = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(f >= 0.0f))
-      return invalid("-ts: bad proportion '" + item + "'");
+    if (item.empty() || *end != '\0' || !std::isfinite(f) || f < 0.0f)
+      return invalid("-ts: bad proportion '" + item + "' (a number from 0 to 1e6)");
+    if (f > kMaxProportion)
+      return invalid("-ts: proportion '" + item + "' is above 1e6 (only the ratios count)");
     out.push_back(f);
   }
+  float total = 0.0f;
+  for (float f : out) total += f;
+  if (total <= 0.0f) return invalid("-ts: the proportions '" + text + "' are all zero");
   return out;
 }
 
@@ -55,6 +71,27 @@ Result<engine::KvPagingConfig> parse_kv_paging(const LayoutOptions& o) {
   return c;
 }
 
+// The partitions a --devices list needs: one more than the highest "part:K" it names. Names
+// that are not "part:" and a digit string are left for the device list to reject.
+Result<int> partitions_named(const std::string& list) {
+  int wanted = 0;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.rfind("part:", 0) != 0) continue;
+    const std::string index = name.substr(5);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    errno = 0;
+    const long long k = std::strtoll(index.c_str(), nullptr, 10);
+    if (errno == ERANGE || k >= kMaxPartitions) {
+      return invalid("--devices: partition index " + index + " is out of range [0, " +
+                     std::to_string(kMaxPartitions - 1) + "]");
+    }
+    wanted = std::max(wanted, static_cast<int>(k) + 1);
+  }
+  return wanted;
+}
+
 Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
   size_t budget = 0;
   if (!o.device_mem.empty()) {
@@ -62,17 +99,21 @@ Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
     if (!b.ok()) return b.status().with_context("--device-mem");
     budget = *b;
   }
-  if (o.partitions < 0 || o.partitions > 256) return invalid("--partitions must be in [0, 256]");
+  if (o.partitions < 0 || o.partitions > kMaxPartitions) {
+    return invalid("--partitions must be in [0, " + std::to_string(kMaxPartitions) + "], got " +
+                   std::to_string(o.partitions));
+  }
+  if (budget != 0 && o.partitions == 0 && o.devices.empty())
+    return invalid("--device-mem needs --partitions N or --devices part:K");
   const int n = o.partitions > 0 ? static_cast<int>(o.partitions) : 0;
   std::vector<backend::Device*> devs;
   if (n > 0 || !o.devices.empty()) {
     // --devices part:K needs the partitions to exist; make as many as the list names.
     int wanted = n;
     if (wanted == 0) {
-      for (size_t pos = o.devices.find("part:"); pos != std::string::npos;
-           pos = o.devices.find("part:", pos + 1)) {
-        wanted = std::max(wanted, std::atoi(o.devices.c_str() + pos + 5) + 1);
-      }
+      auto named = partitions_named(o.devices);
+      if (!named.ok()) return named.status();
+      wanted = *named;
     }
     if (wanted > 0) {
       auto parts = devices::make_partitions(wanted, budget);
@@ -145,8 +186,8 @@ std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
                                 const engine::SessionParams& params) {
   if (o.split_mode != "none" && o.split_mode != "layer") {
-    if (o.split_mode == "tensor")
-      return error(ErrorCode::kUnsupported, "-sm tensor is not supported yet");
+    // A usage error like any other -sm value, though a planned one.
+    if (o.split_mode == "tensor") return invalid("-sm tensor is not supported yet (none or layer)");
     return invalid("-sm must be none or layer, got '" + o.split_mode + "'");
   }
   auto devs = make_devices(o);
@@ -168,6 +209,11 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   }
 
   // The layout needs the layer count before the weights are placed: read just the header.
+  // The session's size is checked against the machine here too, before anything is allocated.
+  engine::SessionParams sp = params;
+  sp.pipeline = !o.no_pipeline;
+  sp.paged = o.paged;
+  sp.kv_paging = *kv_paging;
   int64_t n_layer = 0;
   {
     auto file = gguf::File::open(model_path);
@@ -175,6 +221,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
     auto hp = model::read_llama_hparams(*file);
     if (!hp.ok()) return hp.status();
     n_layer = hp->n_layer;
+    STRATA_RETURN_IF_ERROR(check_session(*hp, sp, devices::host_device().memory().total));
   }
   auto layout = engine::make_layout(n_layer, lp);
   if (!layout.ok()) return layout.status();
@@ -184,10 +231,6 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
       model::Model::load(model_path, engine::weight_placement(out.layout, devices::host_device()));
   if (!m.ok()) return m.status();
   out.model = std::move(m).value();
-  engine::SessionParams sp = params;
-  sp.pipeline = !o.no_pipeline;
-  sp.paged = o.paged;
-  sp.kv_paging = *kv_paging;
   auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);
   if (!s.ok()) return s.status();
   out.session = std::move(s).value();

@@ -1,6 +1,10 @@
 // `strata perplexity`: a model's perplexity on a text file, with llama-perplexity's output.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -9,10 +13,13 @@
 #include "devices/host_device.h"
 #include "engine/perplexity.h"
 #include "engine/session.h"
+#include "gguf/file.h"
 #include "model/model.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
+#include "tools/output.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -56,6 +63,14 @@ Status validate(const PerplexityOptions& o) {
 }
 
 Result<std::string> read_text(const std::string& path) {
+  // Checked before opening: a FIFO would block the open, a directory would read as empty.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return error(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                 "cannot open text file " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return error(ErrorCode::kIo, "cannot open text file " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return error(ErrorCode::kNotFound, "cannot open text file " + path);
   std::ostringstream s;
@@ -89,14 +104,25 @@ int perplexity_command(const std::vector<std::string>& args) {
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   sp.flash_attn = o.flash_attn;
+
+  // The text's length is checked before the model and the session are made: the vocabulary
+  // alone tokenizes it. load_with_layout checks the session's size before allocating.
+  const auto t_tok = std::chrono::steady_clock::now();
+  std::vector<int32_t> tokens;
+  {
+    auto file = gguf::File::open(o.model);
+    if (!file.ok()) return report_error("perplexity", file.status());
+    auto tokenizer = model::Tokenizer::from_gguf(*file);
+    if (!tokenizer.ok()) return report_error("perplexity", tokenizer.status());
+    tokens = tokenizer->encode(*text, /*add_special=*/true);
+  }
+  const double tokenize_s = seconds_since(t_tok);
+  if (Status st = engine::check_text_length(static_cast<int64_t>(tokens.size()), o.ctx); !st.ok()) {
+    return report_error("perplexity", st);
+  }
   auto loaded = load_with_layout(o.model, o.layout, sp);
   if (!loaded.ok()) return report_error("perplexity", loaded.status());
-  const model::Model* model = loaded->model.get();
   engine::Session* session = loaded->session.get();
-
-  const auto t_tok = std::chrono::steady_clock::now();
-  const std::vector<int32_t> tokens = model->tokenizer().encode(*text, /*add_special=*/true);
-  const double tokenize_s = seconds_since(t_tok);
   engine::PerplexityParams pp;
   pp.n_ctx = o.ctx;
   pp.n_batch = sp.n_batch;
@@ -117,7 +143,7 @@ int perplexity_command(const std::vector<std::string>& args) {
                        eta - 60.0 * static_cast<int>(eta / 60.0));
         }
         std::printf("[%lld]%.4f,", static_cast<long long>(c.index + 1), c.ppl);
-        std::fflush(stdout);
+        (void)check_stdout();  // flushes; a failure is reported when the run ends
       });
   if (!result.ok()) return report_error("perplexity", result.status());
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);

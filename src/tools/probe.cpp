@@ -39,12 +39,19 @@ double timed_parallel(int threads, const std::function<void(int)>& fn) {
   std::atomic<bool> go{false};
   std::vector<std::thread> team;
   team.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 1; i < threads; ++i) {
-    team.emplace_back([&, i] {
-      ready.fetch_add(1, std::memory_order_acq_rel);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      fn(i);
-    });
+  try {
+    for (int i = 1; i < threads; ++i) {
+      team.emplace_back([&, i] {
+        ready.fetch_add(1, std::memory_order_acq_rel);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        fn(i);
+      });
+    }
+  } catch (...) {
+    // Joinable threads must not be destroyed: release and join those started, then report.
+    go.store(true, std::memory_order_release);
+    for (std::thread& t : team) t.join();
+    throw;
   }
   while (ready.load(std::memory_order_acquire) < threads - 1) std::this_thread::yield();
   const auto t0 = Clock::now();

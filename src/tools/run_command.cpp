@@ -11,6 +11,8 @@
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
+#include "tools/output.h"
+#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -73,6 +75,7 @@ Status validate(const RunOptions& o) {
     return error(ErrorCode::kInvalidArgument, "--top-p must be in (0, 1]");
   if (o.min_p < 0.0f || o.min_p > 1.0f)
     return error(ErrorCode::kInvalidArgument, "--min-p must be in [0, 1]");
+  if (o.temp < 0.0f) return error(ErrorCode::kInvalidArgument, "--temp must not be negative");
   if (o.repeat_penalty <= 0.0f)
     return error(ErrorCode::kInvalidArgument, "--repeat-penalty must be positive");
   return {};
@@ -102,6 +105,7 @@ int run_command(const std::vector<std::string>& args) {
   if (!loaded.ok()) return report_error("run", loaded.status());
   auto& model = loaded->model;
   auto& session = loaded->session;
+  warn_session("run", model->hparams(), sp);
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
@@ -119,15 +123,14 @@ int run_command(const std::vector<std::string>& args) {
           ? static_cast<uint64_t>(o.seed)
           : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 
-  std::fputs(o.prompt.c_str(), stdout);
-  std::fflush(stdout);
-  auto stats = engine::generate(*session, gp, [](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  });
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
+  // The prompt is checked before it is echoed, so that an error is all a user sees.
+  if (auto checked = engine::tokenize_prompt(*session, o.prompt); !checked.ok())
+    return report_error("run", checked.status());
+  if (Status st = write_stdout(o.prompt); !st.ok()) return report_error("run", st);
+  auto stats = engine::generate(*session, gp, write_stdout);
+  const Status newline = write_stdout("\n");
   if (!stats.ok()) return report_error("run", stats.status());
+  if (!newline.ok()) return report_error("run", newline);
 
   if (stats->stop == engine::StopReason::kContextFull) {
     std::fprintf(stderr, "stopped: the context of %lld tokens is full (raise -c)\n",

@@ -1,5 +1,10 @@
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -105,6 +110,33 @@ Result<model::SynthSpec> make_spec(const SynthOptions& o) {
   return spec;
 }
 
+// The file being written, for the signal handler: an interrupted synth leaves no partial file.
+// A fixed buffer, since the handler may only call async-signal-safe functions such as unlink.
+char g_partial_path[4096] = {};
+
+extern "C" void remove_partial_and_exit(int sig) {
+  if (g_partial_path[0] != '\0') ::unlink(g_partial_path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// Writes to OUT.partial and renames it to OUT once complete, so OUT is never half a model.
+Status write_model(const model::SynthSpec& spec, const std::string& out) {
+  const std::string partial = out + ".partial";
+  if (partial.size() >= sizeof g_partial_path) return usage_error("output path too long: " + out);
+  std::memcpy(g_partial_path, partial.c_str(), partial.size() + 1);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_partial_and_exit);
+  Status st = model::write_synthetic_llama(spec, partial);
+  if (st.ok() && std::rename(partial.c_str(), out.c_str()) != 0) {
+    st = error(ErrorCode::kIo,
+               "cannot rename '" + partial + "' to '" + out + "': " + std::strerror(errno));
+    ::unlink(partial.c_str());
+  }
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
+  g_partial_path[0] = '\0';
+  return st;
+}
+
 // "1.10B", "15.2M": parameters the way model cards count them.
 std::string format_count(int64_t n) {
   char buf[32];
@@ -155,7 +187,7 @@ int synth_command(const std::vector<std::string>& args) {
   auto spec = make_spec(o);
   if (!spec.ok()) return report_error("synth", spec.status());
   const auto start = std::chrono::steady_clock::now();
-  if (Status st = model::write_synthetic_llama(*spec, o.output); !st.ok()) {
+  if (Status st = write_model(*spec, o.output); !st.ok()) {
     return report_error("synth", st);
   }
   const double seconds =

@@ -28,7 +28,7 @@ std::vector<int32_t> greedy_tokens(engine::Session& s, const std::string& prompt
   gp.prompt = prompt;
   gp.n_predict = static_cast<int32_t>(n);
   gp.sampling.temperature = 0.0f;
-  auto stats = engine::generate(s, gp, [](std::string_view) {});
+  auto stats = engine::generate(s, gp, [](std::string_view) { return Status{}; });
   EXPECT_TRUE(stats.ok()) << stats.status().message();
   return stats.ok() ? stats->tokens : std::vector<int32_t>{};
 }

@@ -189,7 +189,7 @@ TEST(FlashAttnGolden, Stories260KGreedyContinuationIsTokenExact) {
     gp.prompt = g->prompt;
     gp.n_predict = static_cast<int32_t>(g->greedy_tokens.size());
     gp.sampling.temperature = 0.0f;
-    auto stats = generate(**s, gp, [](std::string_view) {});
+    auto stats = generate(**s, gp, [](std::string_view) { return Status{}; });
     ASSERT_TRUE(stats.ok()) << stats.status().message();
     EXPECT_EQ(stats->tokens, g->greedy_tokens) << prompt;
   }

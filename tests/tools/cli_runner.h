@@ -15,11 +15,10 @@ struct Outcome {
   std::string out;  // stdout and stderr together
 };
 
-/// Runs `strata ARGS` through the shell and collects its output and exit code.
-inline Outcome run(const std::string& args) {
-  const std::string cmd = std::string(STRATA_BIN) + " " + args + " 2>&1";
+/// Runs a shell script and collects its output (stdout; add 2>&1 for stderr) and exit code.
+inline Outcome run_script(const std::string& script) {
   Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen(script.c_str(), "r");
   if (p == nullptr) return o;
   std::array<char, 4096> buf{};
   size_t n;
@@ -27,6 +26,19 @@ inline Outcome run(const std::string& args) {
   const int status = pclose(p);
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return o;
+}
+
+/// Runs `strata ARGS` through the shell and collects its output and exit code.
+inline Outcome run(const std::string& args) {
+  return run_script(std::string(STRATA_BIN) + " " + args + " 2>&1");
+}
+
+/// As run(), with `prefix` before the binary ("ulimit -v 200000;", "timeout 20") and
+/// `redirect` after the 2>&1 that collects stderr, so that stdout alone can go elsewhere
+/// (">/dev/full", ">&-") or be all that is collected ("2>/dev/null").
+inline Outcome run_with(const std::string& prefix, const std::string& args,
+                        const std::string& redirect) {
+  return run_script(prefix + " " + std::string(STRATA_BIN) + " " + args + " 2>&1 " + redirect);
 }
 
 inline const std::string kStories = std::string(STRATA_SHARED_DIR) + "/models/stories260K.gguf";

@@ -1,0 +1,186 @@
+// Allocation-failure injection: a buffer type that fails its n-th allocation, swept over every
+// allocation of a model load, a session's creation, a prefill and a decode step, on the host
+// and on a layout that offloads layers to a second device. Each failure
+// must end in an error value (kOutOfMemory), never a crash; a session whose decode failed stays
+// usable, as Session::decode promises.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "devices/host_device.h"
+#include "engine/layout.h"
+#include "engine/session.h"
+#include "golden.h"
+#include "memory/buffer.h"
+#include "model/model.h"
+
+namespace strata::engine {
+namespace {
+
+// Host memory that refuses the allocation numbered `fail_at` (counting from the last arm()).
+class FailingBufferType final : public memory::BufferType {
+ public:
+  std::string_view name() const override { return "failing-host"; }
+  size_t alignment() const override { return memory::host_buffer_type().alignment(); }
+  bool is_host() const override { return true; }
+  Result<std::unique_ptr<memory::Buffer>> allocate(size_t size) override {
+    if (calls_++ == fail_at_) {
+      return error(ErrorCode::kOutOfMemory,
+                   "injected failure of a " + std::to_string(size) + "-byte allocation");
+    }
+    return memory::host_buffer_type().allocate(size);
+  }
+
+  /// Fails the n-th allocation from now (0: the next); -1 fails none.
+  void arm(int64_t n) {
+    calls_ = 0;
+    fail_at_ = n;
+  }
+  /// Allocations since the last arm().
+  int64_t calls() const { return calls_; }
+
+ private:
+  int64_t calls_ = 0;
+  int64_t fail_at_ = -1;
+};
+
+// The host CPU with its memory from a FailingBufferType.
+class FailingDevice final : public backend::Device {
+ public:
+  std::string_view name() const override { return "failing-cpu"; }
+  backend::DeviceKind kind() const override { return backend::DeviceKind::kCpu; }
+  backend::DeviceMemory memory() const override { return devices::host_device().memory(); }
+  backend::DeviceCaps caps() const override { return devices::host_device().caps(); }
+  memory::BufferType& buffer_type() override { return type_; }
+  bool supports_op(const core::Tensor& node) const override {
+    return devices::host_device().supports_op(node);
+  }
+  Result<std::unique_ptr<backend::Backend>> make_backend(
+      const backend::BackendOptions& options) override {
+    return std::unique_ptr<backend::Backend>(
+        new cpu::CpuBackend(*this, options.n_threads, options.wait_timeout));
+  }
+  FailingBufferType& failing() { return type_; }
+
+ private:
+  FailingBufferType type_;
+};
+
+const std::string kModel = testing::model_path("stories260K.gguf");
+const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 95, 292, 44, 262, 300};
+
+// Runs `step` with the n-th allocation failing, for n = 0, 1, ... until a run needs no more
+// than n allocations (then it must succeed); returns how many allocation points failed.
+template <typename Step>
+int64_t sweep(FailingBufferType& type, const Step& step) {
+  for (int64_t n = 0;; ++n) {
+    type.arm(n);
+    const Status st = step();
+    if (type.calls() <= n) {
+      EXPECT_TRUE(st.ok()) << st.message();
+      type.arm(-1);
+      return n;
+    }
+    EXPECT_FALSE(st.ok()) << "allocation " << n << " failed but the step succeeded";
+    EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory) << st.message();
+  }
+}
+
+TEST(AllocFailure, ModelLoadEndsInAnErrorAtEveryAllocation) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  FailingBufferType type;
+  const int64_t points = sweep(type, [&]() -> Status {
+    auto m = model::Model::load(kModel, type);
+    return m.ok() ? Status{} : m.status();
+  });
+  std::printf("model load: %lld allocation points, each failed cleanly\n",
+              static_cast<long long>(points));
+  EXPECT_GT(points, 0);
+}
+
+TEST(AllocFailure, SessionPrefillAndDecodeEndInAnErrorAtEveryAllocation) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  auto model = model::Model::load(kModel, memory::host_buffer_type());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  FailingDevice device;
+  SessionParams sp;
+  sp.n_ctx = 64;
+  sp.n_ubatch = 4;
+  const int64_t create_points = sweep(device.failing(), [&]() -> Status {
+    auto s = Session::create(**model, device, sp);
+    return s.ok() ? Status{} : s.status();
+  });
+  EXPECT_GT(create_points, 0);
+
+  auto session = Session::create(**model, device, sp);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  Session& s = **session;
+  // A failed decode leaves the session as it was, so each retry starts from an empty cache.
+  const int64_t prefill_points = sweep(device.failing(), [&]() -> Status {
+    const Status st = s.decode(kPrompt);
+    if (st.ok()) s.reset();
+    return st;
+  });
+  ASSERT_TRUE(s.decode(kPrompt).ok());
+  const int32_t next[] = {300};
+  const int64_t decode_points = sweep(device.failing(), [&]() -> Status {
+    const Status st = s.decode(next);
+    EXPECT_EQ(s.n_past(), static_cast<int64_t>(kPrompt.size()) + (st.ok() ? 1 : 0));
+    return st;
+  });
+  std::printf(
+      "session: %lld allocation points at creation, %lld in a prefill, %lld in a "
+      "decode step, each failed cleanly\n",
+      static_cast<long long>(create_points), static_cast<long long>(prefill_points),
+      static_cast<long long>(decode_points));
+  // Still usable after every injected failure.
+  EXPECT_TRUE(s.decode(next).ok());
+}
+
+// Two devices: the last three layers, their KV cache and the output on the failing device.
+TEST(AllocFailure, MultiDeviceLayoutEndsInAnErrorAtEveryAllocation) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  FailingDevice device;
+  LayoutParams lp;
+  lp.devices = {&device};
+  lp.n_gpu_layers = 99;
+  auto layout = make_layout(5, lp);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  const model::WeightPlacement placement = weight_placement(*layout, devices::host_device());
+  const int64_t load_points = sweep(device.failing(), [&]() -> Status {
+    auto m = model::Model::load(kModel, placement);
+    return m.ok() ? Status{} : m.status();
+  });
+  auto model = model::Model::load(kModel, placement);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  SessionParams sp;
+  sp.n_ctx = 64;
+  sp.n_ubatch = 4;
+  const int64_t create_points = sweep(device.failing(), [&]() -> Status {
+    auto s = Session::create(**model, devices::host_device(), *layout, sp);
+    return s.ok() ? Status{} : s.status();
+  });
+  auto session = Session::create(**model, devices::host_device(), *layout, sp);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  const int64_t prefill_points = sweep(device.failing(), [&]() -> Status {
+    const Status st = (*session)->decode(kPrompt);
+    if (st.ok()) (*session)->reset();
+    return st;
+  });
+  std::printf(
+      "two devices: %lld allocation points in model load, %lld at session creation, "
+      "%lld in a prefill, each failed cleanly\n",
+      static_cast<long long>(load_points), static_cast<long long>(create_points),
+      static_cast<long long>(prefill_points));
+  EXPECT_GT(load_points, 0);
+  EXPECT_GT(create_points, 0);
+  EXPECT_TRUE((*session)->decode(kPrompt).ok());
+}
+
+}  // namespace
+}  // namespace strata::engine
