@@ -6,6 +6,15 @@
 #include <string>
 
 namespace strata::engine {
+namespace {
+
+// Bytes a tensor of `bytes` takes in a buffer of `type`: tensors are placed at aligned offsets.
+size_t padded(size_t bytes, const memory::BufferType& type) {
+  const size_t align = type.alignment();
+  return (bytes + align - 1) / align * align;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
                                                  const KvCacheConfig& config,
@@ -45,10 +54,9 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
         cache->ctx_.new_tensor(config.type_k, {hp.n_embd_kv(), cells, 1, 1}, name + "_k");
     core::Tensor* v =
         cache->ctx_.new_tensor(config.type_v, {hp.n_embd_kv(), cells, 1, 1}, name + "_v");
-    const size_t align = g.type->alignment();
     for (core::Tensor* t : {k, v}) {
       g.tensors.push_back(t);
-      g.bytes += (t->nbytes() + align - 1) / align * align;
+      g.bytes += padded(t->nbytes(), *g.type);
     }
     return KvPaging::Slot{k, v};
   };
@@ -68,11 +76,10 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     }
     // Resident slots: a share of the group's layers, or as many as the bytes hold.
     const auto n = static_cast<int64_t>(g.layers.size());
-    const size_t align = g.type->alignment();
-    auto padded = [align](size_t b) { return (b + align - 1) / align * align; };
     const size_t per_layer =
-        padded(core::row_size(config.type_k, hp.n_embd_kv()) * static_cast<size_t>(cells)) +
-        padded(core::row_size(config.type_v, hp.n_embd_kv()) * static_cast<size_t>(cells));
+        padded(core::row_size(config.type_k, hp.n_embd_kv()) * static_cast<size_t>(cells),
+               *g.type) +
+        padded(core::row_size(config.type_v, hp.n_embd_kv()) * static_cast<size_t>(cells), *g.type);
     int64_t n_slots =
         paging.resident_fraction > 0
             ? static_cast<int64_t>(std::ceil(paging.resident_fraction * static_cast<double>(n)))
@@ -115,10 +122,9 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
     // Zeroed so cells a mask hides can never inject NaN or inf into attention.
     if ((*buf)->is_host()) std::memset((*buf)->base(), 0, (*buf)->size());
     size_t offset = 0;
-    const size_t align = g.type->alignment();
     for (core::Tensor* t : g.tensors) {
       STRATA_RETURN_IF_ERROR((*buf)->place(*t, offset));
-      offset += (t->nbytes() + align - 1) / align * align;
+      offset += padded(t->nbytes(), *g.type);
     }
     cache->buffers_.push_back(std::move(buf).value());
   }

@@ -69,9 +69,9 @@ std::vector<const void*> Scheduler::compute_buffers() const {
 Status Scheduler::place(Plan& p, bool reserve_only) {
   if (!p.placed_at.empty()) {
     // Placed before into a buffer since replaced: everything the allocators gave is stale.
-    std::vector<const Tensor*> kept(p.caller_placed.begin(), p.caller_placed.end());
     for (Tensor& t : p.ctx->tensors()) {
-      if (std::find(kept.begin(), kept.end(), &t) != kept.end()) continue;
+      if (std::find(p.caller_placed.begin(), p.caller_placed.end(), &t) != p.caller_placed.end())
+        continue;
       t.data = nullptr;
       t.buffer = nullptr;
     }
