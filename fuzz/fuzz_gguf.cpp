@@ -10,7 +10,7 @@
 
 #include "gguf/file.h"
 #include "memory/buffer.h"
-#include "model/llama_hparams.h"
+#include "model/arch/hparams.h"
 #include "model/model.h"  // and the tokenizer, wherever its header lives
 
 namespace {
@@ -39,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = strata::gguf::File::from_memory(data, size);
   if (!file.ok()) return 0;
   for (const strata::gguf::KeyValue& kv : file->metadata()) (void)kv.value.to_display_string();
-  auto hp = strata::model::read_llama_hparams(*file);
+  auto hp = strata::model::read_hparams(*file);
   auto tok = strata::model::Tokenizer::from_gguf(*file);
   if (tok.ok()) (void)tok->encode("Once upon a time", true);
   // A full load only for files whose header makes sense, to keep executions fast.

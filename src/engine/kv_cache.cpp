@@ -16,7 +16,7 @@ size_t padded(size_t bytes, const memory::BufferType& type) {
 
 }  // namespace
 
-Result<std::unique_ptr<KvCache>> KvCache::create(const model::LlamaHparams& hp,
+Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
                                                  const KvCacheConfig& config,
                                                  const Placement& placement) {
   if (config.n_cells <= 0)

@@ -12,8 +12,8 @@
 #include "core/status.h"
 #include "engine/kv_home.h"
 #include "memory/buffer.h"
-#include "model/llama_graph.h"
-#include "model/llama_hparams.h"
+#include "model/arch/graph.h"
+#include "model/arch/hparams.h"
 
 namespace strata::engine {
 
@@ -61,7 +61,7 @@ class KvCache {
   /// Where each layer's K and V live.
   using Placement = std::function<memory::BufferType&(int64_t layer)>;
 
-  static Result<std::unique_ptr<KvCache>> create(const model::LlamaHparams& hp,
+  static Result<std::unique_ptr<KvCache>> create(const model::Hparams& hp,
                                                  const KvCacheConfig& config,
                                                  const Placement& placement);
 

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cmath>
+#include <deque>
 #include <string>
-
-#include "model/llama_graph.h"
 
 namespace strata::engine {
 namespace {
@@ -93,8 +91,7 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
   const int64_t n = std::min(p.n_ubatch, p.n_ctx);
-  auto g = model::build_llama_graph(ctx, hp, model.weights(), s->cache_->tensors(), {n, p.n_ctx, n},
-                                    {p.flash_attn});
+  auto g = model.build_graph(ctx, s->cache_->tensors(), {n, p.n_ctx, n}, {p.flash_attn});
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
   STRATA_RETURN_IF_ERROR(s->sched_->reserve(g.graph));
   return s;
@@ -163,10 +160,9 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   auto first_cell = cache_->append(T, first_pos);
   if (!first_cell.ok()) return first_cell.status();
 
-  model::LlamaBatchShape shape{T, cache_->view_cells(), all_logits ? T : 1};
+  model::BatchShape shape{T, cache_->view_cells(), all_logits ? T : 1};
   f.ctx = std::make_unique<core::Context>();
-  auto g = model::build_llama_graph(*f.ctx, hp, model_->weights(), cache_->tensors(), shape,
-                                    {params_.flash_attn});
+  auto g = model_->build_graph(*f.ctx, cache_->tensors(), shape, {params_.flash_attn});
   if (!f.ctx->ok()) return f.ctx->status().with_context("building the graph");
   f.graph = std::make_unique<core::Graph>(std::move(g.graph));
   STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));
@@ -178,13 +174,21 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
     f.pos[static_cast<size_t>(i)] = first_pos + static_cast<int32_t>(i);
     f.slots[static_cast<size_t>(i)] = static_cast<int32_t>(*first_cell + i);
   }
-  // Causal mask: token t sees every cell holding a position up to its own.
+  // Causal mask: token t sees every cell holding a position up to its own; in a sliding
+  // window, only the hp.n_swa latest of them (its own included), as llama.cpp's standard
+  // window does.
   f.mask.resize(static_cast<size_t>(shape.n_kv * T));
+  if (g.kq_mask_swa != nullptr) f.mask_swa.resize(f.mask.size());
   for (int64_t t = 0; t < T; ++t) {
+    const int32_t tp = f.pos[static_cast<size_t>(t)];
     for (int64_t c = 0; c < shape.n_kv; ++c) {
       const int32_t cp = cache_->cell_pos(c);
-      const bool visible = cp >= 0 && cp <= f.pos[static_cast<size_t>(t)];
-      f.mask[static_cast<size_t>(t * shape.n_kv + c)] = visible ? 0.0f : -INFINITY;
+      const bool visible = cp >= 0 && cp <= tp;
+      const auto i = static_cast<size_t>(t * shape.n_kv + c);
+      f.mask[i] = visible ? 0.0f : -INFINITY;
+      if (g.kq_mask_swa != nullptr) {
+        f.mask_swa[i] = visible && tp - cp < hp.n_swa ? 0.0f : -INFINITY;
+      }
     }
   }
   f.out_id = static_cast<int32_t>(T - 1);
@@ -196,6 +200,9 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   STRATA_RETURN_IF_ERROR(set(g.positions, f.pos.data(), f.pos.size() * 4));
   STRATA_RETURN_IF_ERROR(set(g.kv_slots, f.slots.data(), f.slots.size() * 4));
   STRATA_RETURN_IF_ERROR(set(g.kq_mask, f.mask.data(), f.mask.size() * 4));
+  if (g.kq_mask_swa != nullptr) {
+    STRATA_RETURN_IF_ERROR(set(g.kq_mask_swa, f.mask_swa.data(), f.mask_swa.size() * 4));
+  }
   if (g.out_ids != nullptr) STRATA_RETURN_IF_ERROR(set(g.out_ids, &f.out_id, sizeof f.out_id));
   if (pager_) {
     const std::vector<paged::WaitPoint> waits = pager_->next_waits();

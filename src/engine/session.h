@@ -88,6 +88,7 @@ class Session {
     std::unique_ptr<core::Graph> graph;
     std::vector<int32_t> tokens, pos, slots;
     std::vector<float> mask;
+    std::vector<float> mask_swa;  ///< sliding-window layers' mask, when the model has them
     int32_t out_id = 0;
   };
   Status run_ubatch(std::span<const int32_t> tokens, bool all_logits, float* logits_out,

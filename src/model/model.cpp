@@ -11,7 +11,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                            const WeightPlacement& placement) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
-  auto hp = read_llama_hparams(*file);
+  auto hp = read_hparams(*file);
   if (!hp.ok()) return hp.status();
   const gguf::TensorInfo* embd = file->find_tensor("token_embd.weight");
   if (embd == nullptr)
@@ -24,8 +24,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                             " tokens but the embedding has " +
                                             std::to_string(hp->n_vocab) + " rows");
   }
-  std::unique_ptr<Model> m(new Model(std::move(file).value(), *hp, std::move(tok).value()));
-  auto weights = load_llama_weights(m->file_, m->hparams_, placement);
+  const Architecture* arch = find_architecture(hp->arch);
+  std::unique_ptr<Model> m(
+      new Model(std::move(file).value(), *arch, std::move(hp).value(), std::move(tok).value()));
+  auto weights = load_weights(m->file_, m->hparams_, placement);
   if (!weights.ok()) return weights.status();
   m->weights_ = std::move(weights).value();
   return m;

@@ -1,4 +1,4 @@
-// A loaded model: its file, hyperparameters, weights and tokenizer.
+// A loaded model: its file, architecture, hyperparameters, weights and tokenizer.
 #pragma once
 
 #include <memory>
@@ -7,8 +7,7 @@
 #include "core/status.h"
 #include "gguf/file.h"
 #include "memory/buffer.h"
-#include "model/llama_hparams.h"
-#include "model/llama_weights.h"
+#include "model/arch/architecture.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace strata::model {
@@ -25,20 +24,28 @@ class Model {
                                              const WeightPlacement& placement);
 
   const gguf::File& file() const { return file_; }
-  const LlamaHparams& hparams() const { return hparams_; }
-  const LlamaWeights& weights() const { return *weights_; }
+  const Architecture& arch() const { return *arch_; }
+  const Hparams& hparams() const { return hparams_; }
+  const Weights& weights() const { return *weights_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   /// Bytes of all weight tensors.
   size_t weight_bytes() const;
 
+  /// The graph of one micro-batch over `kv` (pure metadata; check ctx.status() afterwards).
+  ModelGraph build_graph(core::Context& ctx, const KvCacheTensors& kv, const BatchShape& shape,
+                         const GraphOptions& options = {}) const {
+    return arch_->build_graph(ctx, hparams_, *weights_, kv, shape, options);
+  }
+
  private:
-  Model(gguf::File file, LlamaHparams hp, Tokenizer tok)
-      : file_(std::move(file)), hparams_(hp), tokenizer_(std::move(tok)) {}
+  Model(gguf::File file, const Architecture& arch, Hparams hp, Tokenizer tok)
+      : file_(std::move(file)), arch_(&arch), hparams_(std::move(hp)), tokenizer_(std::move(tok)) {}
 
   gguf::File file_;
-  LlamaHparams hparams_;
+  const Architecture* arch_;
+  Hparams hparams_;
   Tokenizer tokenizer_;
-  std::unique_ptr<LlamaWeights> weights_;
+  std::unique_ptr<Weights> weights_;
 };
 
 }  // namespace strata::model

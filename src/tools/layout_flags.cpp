@@ -10,7 +10,7 @@
 #include "devices/host_device.h"
 #include "devices/registry.h"
 #include "gguf/file.h"
-#include "model/llama_hparams.h"
+#include "model/arch/hparams.h"
 #include "tools/session_checks.h"
 
 namespace strata::tools {
@@ -218,7 +218,7 @@ Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptio
   {
     auto file = gguf::File::open(model_path);
     if (!file.ok()) return file.status();
-    auto hp = model::read_llama_hparams(*file);
+    auto hp = model::read_hparams(*file);
     if (!hp.ok()) return hp.status();
     n_layer = hp->n_layer;
     STRATA_RETURN_IF_ERROR(check_session(*hp, sp, devices::host_device().memory().total));

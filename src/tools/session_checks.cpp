@@ -10,7 +10,7 @@
 namespace strata::tools {
 namespace {
 
-int64_t context_of(const model::LlamaHparams& hp, const engine::SessionParams& params) {
+int64_t context_of(const model::Hparams& hp, const engine::SessionParams& params) {
   return params.n_ctx > 0 ? params.n_ctx : hp.n_ctx_train;
 }
 
@@ -20,7 +20,7 @@ size_t to_bytes(double b) {
   return b >= kMax ? static_cast<size_t>(kMax) : static_cast<size_t>(b);
 }
 
-double kv_bytes(const model::LlamaHparams& hp, const engine::SessionParams& params) {
+double kv_bytes(const model::Hparams& hp, const engine::SessionParams& params) {
   const double cells = static_cast<double>(context_of(hp, params));
   const auto row = [&](core::Type t) {
     return static_cast<double>(core::type_size(t)) * static_cast<double>(hp.n_embd_kv()) /
@@ -41,7 +41,7 @@ Status check_cache_type(const char* flag, core::Type t, int64_t head_dim) {
 
 }  // namespace
 
-size_t estimate_session_bytes(const model::LlamaHparams& hp, const engine::SessionParams& params) {
+size_t estimate_session_bytes(const model::Hparams& hp, const engine::SessionParams& params) {
   double bytes = kv_bytes(hp, params);
   // With KV paging to a file, memory holds only the resident slots.
   const engine::KvPagingConfig& paging = params.kv_paging;
@@ -59,7 +59,7 @@ size_t estimate_session_bytes(const model::LlamaHparams& hp, const engine::Sessi
   return to_bytes(bytes);
 }
 
-Status check_session(const model::LlamaHparams& hp, const engine::SessionParams& params,
+Status check_session(const model::Hparams& hp, const engine::SessionParams& params,
                      size_t memory_total) {
   STRATA_RETURN_IF_ERROR(check_cache_type("--cache-type-k", params.type_k, hp.head_dim()));
   STRATA_RETURN_IF_ERROR(check_cache_type("--cache-type-v", params.type_v, hp.head_dim()));
@@ -75,7 +75,7 @@ Status check_session(const model::LlamaHparams& hp, const engine::SessionParams&
   return {};
 }
 
-void warn_session(const char* command, const model::LlamaHparams& hp,
+void warn_session(const char* command, const model::Hparams& hp,
                   const engine::SessionParams& params) {
   const int cores = devices::available_cores();
   if (params.n_threads > cores) {

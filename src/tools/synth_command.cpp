@@ -13,8 +13,8 @@
 #include "devices/host_device.h"
 #include "gguf/file.h"
 #include "memory/buffer.h"
-#include "model/synth.h"
-#include "model/synth_recipe.h"
+#include "model/synth/recipe.h"
+#include "model/synth/synth.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 

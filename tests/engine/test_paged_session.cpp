@@ -13,7 +13,7 @@
 #include "engine/session.h"
 #include "golden.h"
 #include "layout_cases.h"
-#include "model/llama_graph.h"
+#include "model/arch/graph.h"
 
 namespace strata::engine {
 namespace {
@@ -103,8 +103,7 @@ TEST(StableNames, EveryNodeOfTheModelGraphHasAName) {
   for (bool fa : {false, true}) {
     for (int64_t outputs : {1, 8}) {
       core::Context ctx;
-      auto built = model::build_llama_graph(ctx, r.model->hparams(), r.model->weights(),
-                                            r.session->cache().tensors(), {8, 32, outputs}, {fa});
+      auto built = r.model->build_graph(ctx, r.session->cache().tensors(), {8, 32, outputs}, {fa});
       ASSERT_TRUE(ctx.ok());
       for (const core::Tensor* n : built.graph.nodes) {
         EXPECT_FALSE(n->name.empty());

@@ -14,10 +14,10 @@
 #include "gguf/file.h"
 #include "memory/buffer.h"
 #include "model/model.h"
-#include "model/synth.h"
-#include "model/synth_random.h"
-#include "model/synth_recipe.h"
-#include "model/synth_tensors.h"
+#include "model/synth/random.h"
+#include "model/synth/recipe.h"
+#include "model/synth/synth.h"
+#include "model/synth/tensors.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace strata::model {
@@ -47,7 +47,7 @@ SynthSpec tiny_spec(const std::string& type, uint64_t seed = 7) {
 }
 
 // The shape write_synthetic_llama settles on (n_rot resolved).
-LlamaHparams resolved(LlamaHparams hp) {
+Hparams resolved(Hparams hp) {
   if (hp.n_rot == 0) hp.n_rot = hp.head_dim();
   return hp;
 }
@@ -65,20 +65,20 @@ Result<gguf::File> write_and_open(const SynthSpec& spec, const std::string& path
 }
 
 TEST(SynthPreset, ShapesAreThePublishedOnes) {
-  const LlamaHparams tl = *synth_preset("tinyllama-1.1b");
+  const Hparams tl = *synth_preset("tinyllama-1.1b");
   EXPECT_EQ(tl.n_embd, 2048);
   EXPECT_EQ(tl.n_layer, 22);
   EXPECT_EQ(tl.n_head, 32);
   EXPECT_EQ(tl.n_head_kv, 4);
   EXPECT_EQ(tl.n_ff, 5632);
   EXPECT_EQ(tl.n_vocab, 32000);
-  const LlamaHparams l3 = *synth_preset("llama3-8b");
+  const Hparams l3 = *synth_preset("llama3-8b");
   EXPECT_EQ(l3.n_embd, 4096);
   EXPECT_EQ(l3.n_head_kv, 8);
   EXPECT_EQ(l3.n_ff, 14336);
   EXPECT_EQ(l3.n_vocab, 128256);
   EXPECT_EQ(l3.rope_freq_base, 500000.0f);
-  const LlamaHparams s = *synth_preset("llama-110m");
+  const Hparams s = *synth_preset("llama-110m");
   EXPECT_EQ(s.n_embd, 768);
   EXPECT_EQ(s.n_layer, 12);
   EXPECT_EQ(s.n_head_kv, 12);

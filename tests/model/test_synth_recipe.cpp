@@ -7,17 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "model/synth.h"
-#include "model/synth_recipe.h"
-#include "model/synth_tensors.h"
+#include "model/synth/recipe.h"
+#include "model/synth/synth.h"
+#include "model/synth/tensors.h"
 
 namespace strata::model {
 namespace {
 
 using core::Type;
 
-LlamaHparams shape(int64_t n_embd, int64_t n_ff, int64_t n_layer) {
-  LlamaHparams hp;
+Hparams shape(int64_t n_embd, int64_t n_ff, int64_t n_layer) {
+  Hparams hp;
   hp.n_embd = n_embd;
   hp.n_ff = n_ff;
   hp.n_layer = n_layer;
@@ -30,7 +30,7 @@ LlamaHparams shape(int64_t n_embd, int64_t n_ff, int64_t n_layer) {
 }
 
 // Type of every tensor by name.
-std::map<std::string, Type> types_of(const LlamaHparams& hp, const std::string& format) {
+std::map<std::string, Type> types_of(const Hparams& hp, const std::string& format) {
   std::map<std::string, Type> m;
   for (const SynthTensor& t : plan_llama_tensors(hp, *find_file_type(format))) m[t.name] = t.type;
   return m;
@@ -93,7 +93,7 @@ TEST(SynthRecipe, Q4KMGivesMoreBitsToAttnVAndFfnDownOnLlamaCppsLayers) {
 
 TEST(SynthRecipe, Q4KMOnTinyLlamaMatchesLlamaCpp) {
   // 22 layers: n/8 = 2, 7n/8 = 19, so 0-1, 19-21, and 4, 7, 10, 13, 16.
-  LlamaHparams hp = *synth_preset("tinyllama-1.1b");
+  Hparams hp = *synth_preset("tinyllama-1.1b");
   hp.n_rot = hp.head_dim();
   const auto m = types_of(hp, "q4_k_m");
   const std::set<int64_t> more = {0, 1, 4, 7, 10, 13, 16, 19, 20, 21};

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/types.h"
-#include "model/llama_hparams.h"
-#include "model/synth_recipe.h"
+#include "model/arch/hparams.h"
+#include "model/synth/recipe.h"
 
 namespace strata::model {
 
@@ -25,6 +25,6 @@ struct SynthTensor {
 /// The tensors of a Llama model of shape `hp` (n_vocab and n_rot resolved) stored as `ft`, in
 /// file order: token_embd, each block's attention and FFN, output_norm, output. The scales keep
 /// the residual stream near unit RMS through every layer (see synth_tensors.cpp).
-std::vector<SynthTensor> plan_llama_tensors(const LlamaHparams& hp, const FileType& ft);
+std::vector<SynthTensor> plan_llama_tensors(const Hparams& hp, const FileType& ft);
 
 }  // namespace strata::model

@@ -1,6 +1,6 @@
 #include <array>
 
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 namespace strata::model {
 namespace {
@@ -28,10 +28,10 @@ std::vector<std::string_view> synth_preset_names() {
   return names;
 }
 
-Result<LlamaHparams> synth_preset(std::string_view name) {
+Result<Hparams> synth_preset(std::string_view name) {
   for (const Preset& p : kPresets) {
     if (p.name != name) continue;
-    LlamaHparams hp;
+    Hparams hp;
     hp.n_embd = p.n_embd;
     hp.n_layer = p.n_layer;
     hp.n_head = p.n_head;

@@ -1,4 +1,4 @@
-#include "model/synth_vocab.h"
+#include "model/synth/vocab.h"
 
 #include <cstdio>
 #include <utility>

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "model/llama_hparams.h"
+#include "model/arch/hparams.h"
 
 namespace strata::model {
 
@@ -18,7 +18,7 @@ struct SynthSpec {
   std::string name = "synthetic-llama";  ///< general.name
   /// The shape. n_vocab 0 takes the size of `vocab_path`'s vocabulary; n_rot 0 means the head
   /// size; rope_freq_scale is ignored.
-  LlamaHparams hparams;
+  Hparams hparams;
   std::string type = "f16";  ///< a weight format: "f32", "q4_0", "q4_k_m", ... (synth_recipe.h)
   uint64_t seed = 0;         ///< same seed, same bytes
   /// A GGUF file whose `tokenizer.*` keys are copied; empty: a made-up SentencePiece
@@ -31,7 +31,7 @@ struct SynthSpec {
 std::vector<std::string_view> synth_preset_names();
 
 /// The shape of a built-in preset; kInvalidArgument listing the known names when unknown.
-Result<LlamaHparams> synth_preset(std::string_view name);
+Result<Hparams> synth_preset(std::string_view name);
 
 /// Writes the model to `path`, one row block at a time: memory use is a few MiB per thread
 /// whatever the model's size, and the output does not depend on n_threads. kInvalidArgument

@@ -1,4 +1,4 @@
-#include "model/synth.h"
+#include "model/synth/synth.h"
 
 #include <sys/statvfs.h>
 
@@ -10,10 +10,10 @@
 
 #include "gguf/writer.h"
 #include "memory/buffer.h"
-#include "model/synth_random.h"
-#include "model/synth_recipe.h"
-#include "model/synth_tensors.h"
-#include "model/synth_vocab.h"
+#include "model/synth/random.h"
+#include "model/synth/recipe.h"
+#include "model/synth/tensors.h"
+#include "model/synth/vocab.h"
 
 namespace strata::model {
 namespace {
@@ -39,7 +39,7 @@ Result<FileType> file_type(const std::string& name) {
 }
 
 // Checks the shape (all but n_vocab) and resolves n_rot.
-Status check_shape(LlamaHparams& hp) {
+Status check_shape(Hparams& hp) {
   const std::pair<const char*, int64_t> dims[] = {
       {"n_embd", hp.n_embd},       {"n_layer", hp.n_layer}, {"n_head", hp.n_head},
       {"n_head_kv", hp.n_head_kv}, {"n_ff", hp.n_ff},       {"context length", hp.n_ctx_train}};
@@ -69,7 +69,7 @@ Status check_shape(LlamaHparams& hp) {
 }
 
 // The tokenizer metadata; settles n_vocab.
-Result<SynthVocab> resolve_vocab(const SynthSpec& spec, LlamaHparams& hp) {
+Result<SynthVocab> resolve_vocab(const SynthSpec& spec, Hparams& hp) {
   if (spec.vocab_path.empty()) {
     if (hp.n_vocab == 0) return invalid("no vocabulary size: give n_vocab or a vocabulary file");
     return make_spm_vocab(hp.n_vocab);
@@ -97,8 +97,8 @@ Status check_supported(const FileType& ft, const std::vector<SynthTensor>& tenso
   return {};
 }
 
-Status add_metadata(gguf::Writer& w, const SynthSpec& spec, const LlamaHparams& hp,
-                    const FileType& ft, bool quantized, std::vector<gguf::KeyValue> tokenizer) {
+Status add_metadata(gguf::Writer& w, const SynthSpec& spec, const Hparams& hp, const FileType& ft,
+                    bool quantized, std::vector<gguf::KeyValue> tokenizer) {
   const auto u32 = [](int64_t v) { return gguf::make_value(static_cast<uint32_t>(v)); };
   std::vector<gguf::KeyValue> kvs = {
       {"general.architecture", gguf::make_string("llama")},
@@ -205,7 +205,7 @@ Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
   auto ft = file_type(spec.type);
   if (!ft.ok()) return ft.status();
   if (spec.n_threads < 0) return invalid("thread count must not be negative");
-  LlamaHparams hp = spec.hparams;
+  Hparams hp = spec.hparams;
   STRATA_RETURN_IF_ERROR(check_shape(hp));
   // A made-up vocabulary of millions of tokens takes seconds to build: with the size known
   // already, an impossible file is refused before that.

@@ -1,4 +1,4 @@
-#include "model/synth_tensors.h"
+#include "model/synth/tensors.h"
 
 #include <cmath>
 
@@ -21,7 +21,7 @@ int64_t SynthTensor::n_elements() const {
 //   has variance at most 1/(2 n_layer), so the stream's RMS ends below sqrt(2) whatever the
 //   depth, instead of growing like sqrt(n_layer). (SwiGLU's silu(g) * u has RMS ~0.6, so the
 //   FFN adds less than that.)
-std::vector<SynthTensor> plan_llama_tensors(const LlamaHparams& hp, const FileType& ft) {
+std::vector<SynthTensor> plan_llama_tensors(const Hparams& hp, const FileType& ft) {
   const int64_t e = hp.n_embd, ekv = hp.n_embd_kv(), ff = hp.n_ff, nl = hp.n_layer;
   const auto inv_sqrt = [](double x) { return static_cast<float>(1.0 / std::sqrt(x)); };
   const float in_e = inv_sqrt(static_cast<double>(e));

@@ -1,4 +1,4 @@
-#include "model/synth_recipe.h"
+#include "model/synth/recipe.h"
 
 #include <array>
 

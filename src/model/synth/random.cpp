@@ -1,4 +1,4 @@
-#include "model/synth_random.h"
+#include "model/synth/random.h"
 
 #include <cmath>
 

@@ -1,0 +1,127 @@
+// The weight tensors of a model, placed in memory of a chosen buffer type, and how each one
+// may be split across devices (declared by the architecture, used by tensor parallelism).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/status.h"
+#include "gguf/file.h"
+#include "memory/buffer.h"
+#include "model/arch/hparams.h"
+
+namespace strata::model {
+
+/// A layer's weights. An architecture fills the ones it has; the others stay null.
+struct LayerWeights {
+  core::Tensor* attn_norm = nullptr;
+  core::Tensor* wq = nullptr;
+  core::Tensor* wk = nullptr;
+  core::Tensor* wv = nullptr;
+  core::Tensor* wqkv = nullptr;  ///< Q, K and V fused along the output rows (Phi-3)
+  core::Tensor* bq = nullptr;    ///< projection biases (Qwen2)
+  core::Tensor* bk = nullptr;
+  core::Tensor* bv = nullptr;
+  core::Tensor* attn_q_norm = nullptr;  ///< per-head RMS norms of Q and K (Qwen3, Gemma 3)
+  core::Tensor* attn_k_norm = nullptr;
+  core::Tensor* wo = nullptr;
+  core::Tensor* attn_post_norm = nullptr;  ///< norm of the attention output (Gemma)
+  core::Tensor* ffn_norm = nullptr;
+  core::Tensor* ffn_gate = nullptr;
+  core::Tensor* ffn_up = nullptr;  ///< with no ffn_gate: gate and up fused, gate first (Phi-3)
+  core::Tensor* ffn_down = nullptr;
+  core::Tensor* ffn_post_norm = nullptr;  ///< norm of the FFN output (Gemma)
+  core::Tensor* ffn_gate_inp = nullptr;   ///< mixture of experts: the router
+  core::Tensor* ffn_gate_exps = nullptr;  ///< [n_embd, n_ff, n_expert]
+  core::Tensor* ffn_up_exps = nullptr;
+  core::Tensor* ffn_down_exps = nullptr;
+};
+
+/// How a weight may be divided between devices that each compute a slice of its layer.
+enum class SplitAxis : uint8_t {
+  kMirrored,  ///< every device holds it whole (norms, biases of whole tensors, routers)
+  /// By output features (a matrix's ne[1], a bias's ne[0]): Q, K, V and their biases, FFN
+  /// gate and up, the output matrix.
+  kRows,
+  /// By input features (ne[0]): attention output and FFN down; their products are partial sums.
+  kColumns,
+};
+
+struct WeightSplit {
+  SplitAxis axis = SplitAxis::kMirrored;
+  /// A fused tensor's parts along the axis, each split on its own (QKV: n_embd_q, n_embd_kv,
+  /// n_embd_kv); empty: one part.
+  std::vector<int64_t> segments;
+  /// The unit a shard must keep whole along the axis (a head: head_dim); quantization blocks
+  /// are respected on top of it.
+  int64_t granule = 1;
+};
+
+/// Weight tensors (leafs flagged kFlagWeight), the buffers holding them, and per tensor the
+/// layer it belongs to and its split.
+struct Weights {
+  core::Context ctx;
+  core::Tensor* tok_embd = nullptr;
+  core::Tensor* output_norm = nullptr;
+  core::Tensor* output = nullptr;      ///< the same tensor as tok_embd when the file ties them
+  core::Tensor* rope_freqs = nullptr;  ///< rope frequency factors (Llama 3.1), or null
+  std::vector<LayerWeights> layers;
+  struct Info {
+    core::Tensor* tensor;
+    int64_t layer;  ///< -1 input, 0..n_layer-1 blocks, n_layer output
+    WeightSplit split;
+  };
+  std::vector<Info> info;
+  std::vector<std::unique_ptr<memory::Buffer>> buffers;
+
+  /// The declaration of `t`, or null when it is not a weight of this model.
+  const Info* find(const core::Tensor* t) const;
+};
+
+/// Where each layer's weights go: layer -1 is the input (token embeddings), 0..n_layer-1 the
+/// blocks, n_layer the output (final norm and output matrix).
+using WeightPlacement = std::function<memory::BufferType&(int64_t layer)>;
+
+/// What an architecture uses to declare its weights: each call checks the file's tensor
+/// against the expected shape and records it. The first failure is kept (later calls return
+/// null) and names the tensor.
+class WeightLoader {
+ public:
+  WeightLoader(const gguf::File& file, Weights& w) : file_(file), w_(w) {}
+
+  /// Layer the following declarations belong to.
+  void at_layer(int64_t layer) { layer_ = layer; }
+  /// A matrix or stacked matrices of shape `ne` (unused trailing dims 1).
+  core::Tensor* require(const std::string& name, std::array<int64_t, 4> ne, WeightSplit split);
+  /// The same, or null without an error when the file lacks it.
+  core::Tensor* optional(const std::string& name, std::array<int64_t, 4> ne, WeightSplit split);
+  /// An F32 vector of n elements (norm weights, biases, rope factors).
+  core::Tensor* vector_f32(const std::string& name, int64_t n, bool required = true,
+                           WeightSplit split = {});
+  /// Names of block tensors: "blk.<layer>.<what>.<kind>".
+  std::string blk(const char* what, const char* kind = "weight") const;
+
+  const Status& status() const { return status_; }
+
+ private:
+  core::Tensor* get(const std::string& name, std::array<int64_t, 4> ne, bool required,
+                    bool f32_only, WeightSplit split);
+
+  const gguf::File& file_;
+  Weights& w_;
+  Status status_;
+  int64_t layer_ = -1;
+};
+
+/// Finds every tensor the architecture declares, checks its shape and type against `hp`,
+/// and places it. The host buffer type gets a copy in huge pages where that pays
+/// (memory::copy_to_huge_pages_pays) and uses the file mapping directly otherwise; every other
+/// buffer type gets one allocation holding its layers, and running out of it is an error such
+/// as "part:1 needs 812 MiB for 11 layers: ...". Failures name the tensor.
+Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hparams& hp,
+                                              const WeightPlacement& placement);
+
+}  // namespace strata::model

