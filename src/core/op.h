@@ -28,6 +28,8 @@ enum class Op : uint8_t {
   kSetRows,    ///< writes rows of src1 into dst (src0) at I32 row indices src2
   kArgmax,     ///< index of the largest element of each row, as I32
   kFlashAttn,  ///< fused attention: softmax(scale * q k^T + mask) v, online, per (token, head)
+  kGelu,       ///< tanh-approximated GELU, through f16 as llama.cpp's CPU backend computes it
+  kTanh,       ///< tanhf(x)
   kCount,
 };
 
@@ -67,7 +69,16 @@ struct RopeParams {
 /// Angles follow llama.cpp exactly, rounding included, because rounding differences in q and
 /// k are amplified by the f16 KV cache: theta_0 = pos, theta_{j+1} = theta_j * r in float with
 /// r = powf(freq_base, -2 / n_dims), and the angle is freq_scale * theta_j.
-void rope_angles(const RopeParams& params, int32_t pos, float* cos_out, float* sin_out);
+/// `freq_factors` (n_dims / 2 values, null for none) divide each theta first, as ggml's rope with
+/// frequency factors does (Llama 3.1's rope_freqs): angle_j = freq_scale * (theta_j / ff_j).
+void rope_angles(const RopeParams& params, int32_t pos, float* cos_out, float* sin_out,
+                 const float* freq_factors = nullptr);
+
+/// gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))) in f32 with ggml's
+/// constants and order, 1 + 0.044715 x x as one fused multiply-add (GCC contracts it so in
+/// llama.cpp's -march=native build). The gelu op rounds x to f16 first and the result to f16
+/// (ggml's GGML_GELU_FP16 table); see core::gelu.
+float gelu_tanh(float x);
 
 struct SoftMaxParams {
   float scale = 1.0f;
@@ -79,6 +90,9 @@ struct PermuteParams {
 };
 struct FlashAttnParams {
   float scale = 1.0f;  ///< applied to q·k before the mask is added (1 / sqrt(head_dim))
+  /// Logit soft-capping (Gemma 2): when nonzero each score becomes
+  /// softcap * tanhf(q·k * (scale / softcap)) before the mask is added; 0 disables it.
+  float softcap = 0.0f;
   friend bool operator==(const FlashAttnParams&, const FlashAttnParams&) = default;
 };
 

@@ -1,5 +1,6 @@
 #include "core/ops.h"
 
+#include <cmath>
 #include <string>
 
 namespace strata::core {
@@ -203,7 +204,7 @@ Tensor* rms_norm(Context& ctx, Tensor* a, float eps) {
   return t;
 }
 
-Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params) {
+Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params, Tensor* freq_factors) {
   if (!valid(a) || !valid(pos)) return fail(ctx, Op::kRope, "null argument");
   if (a->type != Type::kF32) return fail(ctx, Op::kRope, "expects f32, got " + describe(*a));
   if (pos->type != Type::kI32 || pos->ne[0] != a->ne[2] || pos->nrows() != 1) {
@@ -214,7 +215,14 @@ Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params) {
                 "rotated dims " + std::to_string(params.n_dims) +
                     " must be even and at most the head size");
   }
-  Tensor* t = node(ctx, Op::kRope, Type::kF32, a->ne, a, pos);
+  if (freq_factors != nullptr &&
+      (freq_factors->type != Type::kF32 || !freq_factors->is_contiguous() ||
+       freq_factors->nrows() != 1 || freq_factors->ne[0] < params.n_dims / 2)) {
+    return fail(ctx, Op::kRope,
+                "frequency factors " + describe(*freq_factors) +
+                    " must be dense f32 [>= " + std::to_string(params.n_dims / 2) + "]");
+  }
+  Tensor* t = node(ctx, Op::kRope, Type::kF32, a->ne, a, pos, freq_factors);
   t->params = params;
   return t;
 }
@@ -233,6 +241,14 @@ Tensor* soft_max(Context& ctx, Tensor* a, Tensor* mask, float s) {
 
 Tensor* silu(Context& ctx, Tensor* a) {
   return unary_f32(ctx, Op::kSilu, a);
+}
+
+Tensor* gelu(Context& ctx, Tensor* a) {
+  return unary_f32(ctx, Op::kGelu, a);
+}
+
+Tensor* tanh(Context& ctx, Tensor* a) {
+  return unary_f32(ctx, Op::kTanh, a);
 }
 
 Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up) {
@@ -269,7 +285,8 @@ Tensor* argmax(Context& ctx, Tensor* a) {
   return node(ctx, Op::kArgmax, Type::kI32, {a->nrows(), 1, 1, 1}, a);
 }
 
-Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale) {
+Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
+                   float softcap) {
   constexpr Op kOp = Op::kFlashAttn;
   if (!valid(q) || !valid(k) || !valid(v)) return fail(ctx, kOp, "null argument");
   if (q->type != Type::kF32 || q->ne[3] != 1) {
@@ -296,8 +313,11 @@ Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, 
                 "mask " + describe(*mask) + " does not cover " + std::to_string(k->ne[1]) +
                     " cells x " + std::to_string(q->ne[1]) + " tokens");
   }
+  if (!std::isfinite(softcap) || softcap < 0.0f) {
+    return fail(ctx, kOp, "softcap must be finite and >= 0, got " + std::to_string(softcap));
+  }
   Tensor* t = node(ctx, kOp, Type::kF32, {q->ne[0], q->ne[2], q->ne[1], 1}, q, k, v, mask);
-  t->params = FlashAttnParams{scale};
+  t->params = FlashAttnParams{scale, softcap};
   return t;
 }
 

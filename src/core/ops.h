@@ -46,11 +46,20 @@ Tensor* mul(Context& ctx, Tensor* a, Tensor* b);
 Tensor* scale(Context& ctx, Tensor* a, float s);
 Tensor* rms_norm(Context& ctx, Tensor* a, float eps);
 /// `a` [head_dim, heads, tokens, 1] rotated by positions `pos` (I32 [tokens]).
-Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params);
+/// `freq_factors` (F32, dense, [>= n_dims / 2], may be null) divide each pair's frequency, as
+/// Llama 3.1's `rope_freqs.weight` does (see core::rope_angles).
+Tensor* rope(Context& ctx, Tensor* a, Tensor* pos, const RopeParams& params,
+             Tensor* freq_factors = nullptr);
 /// softmax(a * scale + mask) along rows. `mask` (F32, may be null) is [>= ne0, >= ne1] and is
 /// broadcast over dims 2 and 3.
 Tensor* soft_max(Context& ctx, Tensor* a, Tensor* mask, float scale);
 Tensor* silu(Context& ctx, Tensor* a);
+/// GELU (tanh approximation) with llama.cpp's CPU numerics: x <= -10 gives 0, x >= 10 gives x,
+/// otherwise f16(gelu_tanh(f32(f16(x)))) (see core::gelu_tanh), f16 rounding to nearest even.
+/// F32, same shape; any strides.
+Tensor* gelu(Context& ctx, Tensor* a);
+/// tanhf(x) elementwise (the C library's). F32, same shape; any strides.
+Tensor* tanh(Context& ctx, Tensor* a);
 /// silu(gate) * up.
 Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up);
 /// Writes row r of `rows` ([n, k], F32) into row ids[r] of `dst` ([n, m], any computable type,
@@ -71,6 +80,10 @@ Tensor* argmax(Context& ctx, Tensor* a);
 /// Numerics: q is rounded to k's dot type as mul_mat rounds activations (so the scores are those
 /// of mul_mat(k, q)); v rows are read as f32 and the probabilities are not rounded, unlike the
 /// unfused mul_mat(v^T, soft_max(...)), which rounds them to v's dot type (f16 for an f16 cache).
-Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale);
+/// `softcap` != 0 caps the logits as Gemma 2 does: each score becomes
+/// softcap * tanhf(f32(q·k) * (scale / softcap)) (f32, the division done once, as ggml does)
+/// before the mask is added.
+Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
+                   float softcap = 0.0f);
 
 }  // namespace strata::core

@@ -24,6 +24,8 @@ bool can_run_in_place(const Tensor& t) {
     case core::Op::kScale:
     case core::Op::kSilu:
     case core::Op::kSwiglu:
+    case core::Op::kGelu:
+    case core::Op::kTanh:
       return true;
     case core::Op::kNone:
     case core::Op::kView:

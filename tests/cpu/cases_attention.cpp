@@ -91,6 +91,20 @@ void attention_cases(std::vector<Case>& out) {
   }
   add("flash_attn_q8_0_hd96", {96, 4, 1, 9, 70}, Type::kQ8_0, Type::kQ8_0, true, true, 0.5f);
   add("flash_attn_f16_flat", {64, 4, 4, 5, 130}, Type::kF16, Type::kF16, true, true, 0.125f);
+  // Gemma 2's logit soft-capping: a cap of 50 (its attention setting) barely bends the scores;
+  // 1.5 saturates most of them.
+  for (float softcap : {50.0f, 1.5f}) {
+    for (Type t : {Type::kF16, Type::kQ8_0}) {
+      const AttnShape s{64, 8, 4, 7, 90};
+      out.push_back(
+          {"flash_attn_" + tname(t) + "_softcap" + std::to_string(static_cast<int>(softcap)),
+           [=](Context& ctx, Inputs& in) {
+             const AttnOperands op = attn_operands(ctx, in, s, t, t, true, true, s.n_kv);
+             return std::vector{core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 2.0f, softcap)};
+           },
+           kAttn});
+    }
+  }
   // A mask with finite values (biases) and scattered hidden cells, some rows hidden entirely.
   out.push_back({"flash_attn_f16_biased_mask",
                  [](Context& ctx, Inputs& in) {

@@ -57,6 +57,18 @@ void elementwise_cases(std::vector<Case>& out) {
                      return std::vector{core::swiglu(ctx, g, f32(ctx, shape))};
                    },
                    kFewUlps});
+    // gelu's table and tanhf are the op's definition, so both sides agree bit for bit; the range
+    // covers the clamps at +-10.
+    out.push_back({std::string("gelu_") + sname, [shape](Context& ctx, Inputs& in) {
+                     Tensor* a = f32(ctx, shape);
+                     in.f32[a] = uniform(a->nelements(), -12.0f, 12.0f, 23);
+                     return std::vector{core::gelu(ctx, a)};
+                   }});
+    out.push_back({std::string("tanh_") + sname, [shape](Context& ctx, Inputs& in) {
+                     Tensor* a = f32(ctx, shape);
+                     in.f32[a] = uniform(a->nelements(), -6.0f, 6.0f, 24);
+                     return std::vector{core::tanh(ctx, a)};
+                   }});
     out.push_back({std::string("rms_norm_") + sname,
                    [shape](Context& ctx, Inputs&) {
                      return std::vector{core::rms_norm(ctx, f32(ctx, shape), 1e-6f)};
@@ -73,6 +85,18 @@ void elementwise_cases(std::vector<Case>& out) {
          return std::vector{core::silu(ctx, core::transpose(ctx, f32(ctx, {5, 37, 1, 1})))};
        },
        kFewUlps});
+  out.push_back({"gelu_permuted_small", [](Context& ctx, Inputs& in) {
+                   // Values near 0 and f16 subnormals go through the table too.
+                   Tensor* a = f32(ctx, {5, 37, 1, 1});
+                   std::vector<float> v = uniform(185, -1.0f, 1.0f, 25);
+                   for (size_t i = 0; i < v.size(); i += 3) v[i] *= 1e-5f;
+                   in.f32[a] = v;
+                   return std::vector{core::gelu(ctx, core::transpose(ctx, a))};
+                 }});
+  out.push_back(
+      {"tanh_permuted", [](Context& ctx, Inputs&) {
+         return std::vector{core::tanh(ctx, core::transpose(ctx, f32(ctx, {5, 37, 1, 1})))};
+       }});
   out.push_back({"swiglu_noncontiguous",
                  [](Context& ctx, Inputs&) {
                    Tensor* g = core::transpose(ctx, f32(ctx, {5, 37, 1, 1}));
@@ -103,6 +127,18 @@ void rope_cases(std::vector<Case>& out) {
              },
              kFewUlps});
       }
+    }
+    for (int32_t n_dims : {64, 32}) {
+      // Llama 3.1's rope_freqs: factors from 1 (high frequencies) to 8 (low ones).
+      const core::RopeParams rp{n_dims, mode, 500000.0f, n_dims == 64 ? 1.0f : 0.5f};
+      out.push_back({p + "freq_factors_dims" + std::to_string(n_dims),
+                     [rp](Context& ctx, Inputs& in) {
+                       Tensor* ff = f32(ctx, {rp.n_dims / 2, 1, 1, 1});
+                       in.f32[ff] = uniform(rp.n_dims / 2, 1.0f, 8.0f, 32);
+                       Tensor* pos = ids_leaf(ctx, in, random_ints(5, 0, 100000, 33), {5, 1, 1, 1});
+                       return std::vector{core::rope(ctx, f32(ctx, {64, 4, 5, 1}), pos, rp, ff)};
+                     },
+                     kFewUlps});
     }
     const core::RopeParams rp{64, mode, 500000.0f, 1.0f};
     out.push_back({p + "fused_qkv_view",

@@ -191,6 +191,10 @@ TEST(FlashAttn, BadArgumentsAreConstructionErrors) {
     core::flash_attn(ctx, q(ctx), kv(ctx, Type::kF16, 2), kv(ctx, Type::kF16, 2),
                      test::f32(ctx, {9, 3, 1, 1}), 1.0f);
   }));
+  EXPECT_TRUE(fails([&](Context& ctx) {
+    core::flash_attn(ctx, q(ctx), kv(ctx, Type::kF16, 2), kv(ctx, Type::kF16, 2), nullptr, 1.0f,
+                     -30.0f);
+  }));
   Context ok;
   Tensor* out = core::flash_attn(ok, q(ok), kv(ok, Type::kQ8_0, 2), kv(ok, Type::kF16, 2),
                                  test::f32(ok, {10, 3, 1, 1}), 1.0f);

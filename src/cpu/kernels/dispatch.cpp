@@ -150,6 +150,8 @@ Status check_node(const Tensor& node) {
                        .status()
                  : c.status();
     case Op::kSilu:
+    case Op::kGelu:
+    case Op::kTanh:
       return check_unary(c, node);
     case Op::kRope: {
       if (!check_unary(c, node).ok() || !c.sources(2).ok()) return c.status();
@@ -159,6 +161,9 @@ Status check_node(const Tensor& node) {
                 "bad params")
           .need(c.src(1).type == Type::kI32 && c.src(1).ne[0] >= node.ne[2],
                 "positions must be i32 [ne2]")
+          .need(node.src[2] == nullptr || (is_f32(*node.src[2]) && node.src[2]->is_contiguous() &&
+                                           rp != nullptr && node.src[2]->ne[0] >= rp->n_dims / 2),
+                "frequency factors must be dense f32 [>= n_dims / 2]")
           .status();
     }
     case Op::kSoftMax: {
@@ -221,6 +226,8 @@ size_t work_size(const Tensor& node, int n_threads) {
     case Op::kSilu:
     case Op::kSwiglu:
     case Op::kArgmax:
+    case Op::kGelu:
+    case Op::kTanh:
     case Op::kCount:
       return 0;
   }
@@ -276,6 +283,12 @@ Status compute_node(const Tensor& node, const KernelArgs& args) {
       return {};
     case Op::kFlashAttn:
       flash_attn(node, args);
+      return {};
+    case Op::kGelu:
+      gelu(node, args);
+      return {};
+    case Op::kTanh:
+      tanh(node, args);
       return {};
   }
   return error(ErrorCode::kInternal, "cpu: unknown op");

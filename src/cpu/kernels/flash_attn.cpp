@@ -9,12 +9,13 @@
 // changes no bit: a row rounds its query once to k's dot type and walks the cells in blocks of
 // kBlock anchored at cell 0. Per block, its scores are those of mul_mat(k, q) (the same tile
 // kernel, whose per-pair result is independent of the tile shape), then * scale + mask in f32 as
-// soft_max computes them; cells its mask hides (-inf) get no score. If the block's maximum
-// exceeds the row's running maximum m, the row's f32 accumulator and running sum l (double) are
-// scaled by e^(m_old - m_new). Then p_j = e^(s_j - m), and every cell with p_j != 0 adds p_j to l
-// and p_j * v_j to the accumulator, v_j converted to f32 once per block and group. Finally
-// out = acc / l (zeros when the mask hides every cell). Cells hidden from every row of a group
-// are never read, so decode costs O(visible cells) and hidden padding changes no bit.
+// soft_max computes them (with a softcap: cap * tanhf(s * (scale / cap)) + mask, as ggml); cells
+// its mask hides (-inf) get no score. If the block's maximum exceeds the row's running maximum m,
+// the row's f32 accumulator and running sum l (double) are scaled by e^(m_old - m_new). Then p_j =
+// e^(s_j - m), and every cell with p_j != 0 adds p_j to l and p_j * v_j to the accumulator, v_j
+// converted to f32 once per block and group. Finally out = acc / l (zeros when the mask hides every
+// cell). Cells hidden from every row of a group are never read, so decode costs O(visible cells)
+// and hidden padding changes no bit.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -201,7 +202,10 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const Tensor* mask = dst.src[3];
-  const float scale = std::get<core::FlashAttnParams>(dst.params).scale;
+  const auto& fp = std::get<core::FlashAttnParams>(dst.params);
+  // ggml divides the scale by the cap once and caps the scaled score: tanhf of s * (scale / cap).
+  const float softcap = fp.softcap;
+  const float scale = softcap != 0.0f ? fp.scale / softcap : fp.scale;
   const DotKernels& dk = *p.dk;
   const int64_t hd = p.hd, n_kv = k.ne[1];
   float m[kMaxRows];
@@ -228,6 +232,7 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
       float bmax = -INFINITY;
       for (int64_t i = 0; i < n; ++i) {
         float x = s[i] * scale;
+        if (softcap != 0.0f) x = softcap * std::tanh(x);
         if (mrow != nullptr) {
           const float mv = load_f32(mrow + (c0 + w.idx[i]) * mask->nb[0]);
           x = mv == -INFINITY ? -INFINITY : x + mv;

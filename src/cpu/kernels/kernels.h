@@ -19,6 +19,8 @@ void add(const core::Tensor& dst, const KernelArgs& args);
 void mul(const core::Tensor& dst, const KernelArgs& args);
 void scale(const core::Tensor& dst, const KernelArgs& args);
 void silu(const core::Tensor& dst, const KernelArgs& args);
+void gelu(const core::Tensor& dst, const KernelArgs& args);
+void tanh(const core::Tensor& dst, const KernelArgs& args);
 void swiglu(const core::Tensor& dst, const KernelArgs& args);
 void rms_norm(const core::Tensor& dst, const KernelArgs& args);
 void rope(const core::Tensor& dst, const KernelArgs& args);

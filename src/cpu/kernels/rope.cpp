@@ -20,10 +20,6 @@ inline void store_f32(uint8_t* p, float v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-void fill_angles(const core::RopeParams& rp, int32_t pos, float* cos_out, float* sin_out) {
-  core::rope_angles(rp, pos, cos_out, sin_out);
-}
-
 }  // namespace
 
 size_t rope_work_size(const core::Tensor& dst, int nth) {
@@ -35,6 +31,8 @@ void rope(const core::Tensor& dst, const KernelArgs& args) {
   const core::Tensor& a = *dst.src[0];
   const core::Tensor& pos = *dst.src[1];
   const auto& rp = std::get<core::RopeParams>(dst.params);
+  const auto* factors =
+      dst.src[2] != nullptr ? static_cast<const float*>(dst.src[2]->data) : nullptr;
   const int64_t half = rp.n_dims / 2;
   // Neox pairs element j with j + n_dims/2; normal pairs 2j with 2j + 1.
   const bool neox = rp.mode == core::RopeMode::kNeox;
@@ -53,7 +51,7 @@ void rope(const core::Tensor& dst, const KernelArgs& args) {
     int32_t p;
     std::memcpy(&p, static_cast<const uint8_t*>(pos.data) + ix.i2 * pos.nb[0], sizeof p);
     if (!cached || p != cached_pos) {
-      fill_angles(rp, p, cos_c, sin_c);
+      core::rope_angles(rp, p, cos_c, sin_c, factors);
       cached = true;
       cached_pos = p;
     }

@@ -34,7 +34,9 @@ void flash_attn(const Tensor& dst) {
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
   const Tensor* mask = dst.src[3];
-  const double scale = std::get<core::FlashAttnParams>(dst.params).scale;
+  const auto& fp = std::get<core::FlashAttnParams>(dst.params);
+  const double scale = fp.scale;
+  const double softcap = fp.softcap;
   const int64_t hd = q.ne[0], n_tokens = q.ne[1], n_head = q.ne[2];
   const int64_t n_kv = k.ne[1], group = n_head / k.ne[2];
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -51,7 +53,9 @@ void flash_attn(const Tensor& dst) {
         for (int64_t i = 0; i < hd; ++i) {
           dot += static_cast<double>(qr[static_cast<size_t>(i)]) * kr[static_cast<size_t>(i)];
         }
-        s[static_cast<size_t>(j)] = scale * dot + m;
+        const double logit =
+            softcap != 0.0 ? softcap * std::tanh(dot * scale / softcap) : scale * dot;
+        s[static_cast<size_t>(j)] = logit + m;
         max = std::max(max, s[static_cast<size_t>(j)]);
       }
       std::vector<double> out(static_cast<size_t>(hd), 0.0);

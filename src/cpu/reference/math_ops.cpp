@@ -1,6 +1,7 @@
 // Reference f32 arithmetic: each result computed in double and rounded to f32 once.
 #include <cmath>
 
+#include "core/float16.h"
 #include "cpu/reference/ops.h"
 #include "cpu/reference/tensor_io.h"
 
@@ -78,6 +79,21 @@ void silu(const Tensor& dst) {
   unary(dst, silu_of);
 }
 
+// Straight from the definition in core/ops.h, no table: the kernel's table must agree.
+void gelu(const Tensor& dst) {
+  unary(dst, [](double x) -> double {
+    if (x <= -10.0) return 0.0;
+    if (x >= 10.0) return x;
+    const float xh = core::half_to_float(core::float_to_half(static_cast<float>(x)));
+    return core::half_to_float(core::float_to_half(core::gelu_tanh(xh)));
+  });
+}
+
+// The op is defined as tanhf; double's tanh would differ from it in the last bit.
+void tanh(const Tensor& dst) {
+  unary(dst, [](double x) { return static_cast<double>(std::tanh(static_cast<float>(x))); });
+}
+
 void rms_norm(const Tensor& dst) {
   const Tensor& a = *dst.src[0];
   const double eps = std::get<core::RmsNormParams>(dst.params).eps;
@@ -101,9 +117,14 @@ void rope(const Tensor& dst) {
   const Tensor& pos = *dst.src[1];
   const auto& p = std::get<core::RopeParams>(dst.params);
   const int64_t half = p.n_dims / 2;
+  std::vector<float> factors;
+  if (dst.src[2] != nullptr) {
+    for (int64_t j = 0; j < half; ++j) factors.push_back(get(*dst.src[2], j, 0, 0, 0));
+  }
   for_each_row(dst, [&](int64_t i1, int64_t i2, int64_t i3) {
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
-    core::rope_angles(p, get_i32(pos, i2), cos_t.data(), sin_t.data());
+    core::rope_angles(p, get_i32(pos, i2), cos_t.data(), sin_t.data(),
+                      factors.empty() ? nullptr : factors.data());
     for (int64_t j = 0; j < half; ++j) {
       const double c = cos_t[static_cast<size_t>(j)], sn = sin_t[static_cast<size_t>(j)];
       const int64_t first = p.mode == core::RopeMode::kNeox ? j : 2 * j;

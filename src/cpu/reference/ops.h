@@ -12,6 +12,8 @@ void add(const core::Tensor& dst);
 void mul(const core::Tensor& dst);
 void scale(const core::Tensor& dst);
 void silu(const core::Tensor& dst);
+void gelu(const core::Tensor& dst);
+void tanh(const core::Tensor& dst);
 void swiglu(const core::Tensor& dst);
 void rms_norm(const core::Tensor& dst);
 void rope(const core::Tensor& dst);

@@ -83,6 +83,12 @@ Status compute_node(const Tensor& node) {
     case Op::kFlashAttn:
       flash_attn(node);
       return {};
+    case Op::kGelu:
+      gelu(node);
+      return {};
+    case Op::kTanh:
+      tanh(node);
+      return {};
     case Op::kCount:
       return unsupported(node, "not an op");
   }
