@@ -102,6 +102,14 @@ TEST_P(FlashAttnModel, MatchesUnfusedWithAnF32Cache) {
   ASSERT_EQ(fused.size(), unfused.size());
   ASSERT_FALSE(fused.empty());
   const Diff d = diff(fused, unfused);
+  if (GetParam().find("gemma") != std::string::npos) {
+    // Gemma's GELU rounds its input to f16 (llama.cpp's numerics), which turns a last-bit
+    // difference into an f16 step now and then; the fused path also soft-caps the scores with
+    // one multiplication where the unfused one takes two. Measured max 1.8e-4 (gemma2) and
+    // 2.3e-4 (gemma3) of max |logit|, rms 2.5e-5 and 8.7e-5 of rms.
+    expect_close(GetParam() + " f32 cache, fa vs unfused", d, 1e-3, 3e-4);
+    return;
+  }
   expect_close(GetParam() + " f32 cache, fa vs unfused", d, 1.0, 1.0);
   EXPECT_LT(d.max_abs, 1e-4);
 }
@@ -171,6 +179,11 @@ TEST_P(FlashAttnModel, MicroBatchingAndThreadsAreBitExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FlashAttnModel, ::testing::Values("synth256-f32", "stories260K"));
+// Soft-capped scores (gemma2), sliding windows (gemma2, gemma3), heads of 48 (qwen3), Q scaled
+// before the scores (phi3, gemma).
+INSTANTIATE_TEST_SUITE_P(Architectures, FlashAttnModel,
+                         ::testing::Values("arch-gemma2", "arch-gemma3", "arch-qwen3", "arch-phi3"),
+                         [](const auto& param_info) { return param_info.param.substr(5); });
 
 // The trained model's greedy continuation with the default F16 cache and flash attention is
 // llama.cpp's (computed unfused), token for token.

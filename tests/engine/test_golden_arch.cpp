@@ -37,6 +37,10 @@ struct ArchCase {
   double rel_bound;  ///< bound on the RMS difference relative to the logits' RMS
 };
 
+void PrintTo(const ArchCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class GoldenArch : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(GoldenArch, PromptLogitsMatchLlamaCpp) {
@@ -82,10 +86,40 @@ std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& p) {
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, GoldenArch,
-                         ::testing::Values(ArchCase{"qwen2", 0}, ArchCase{"qwen3", 0},
-                                           ArchCase{"phi3", 0}),
-                         arch_case_name);
+const auto kArchCases =
+    ::testing::Values(ArchCase{"qwen2", 0}, ArchCase{"qwen3", 0}, ArchCase{"phi3", 0},
+                      ArchCase{"gemma2", 0}, ArchCase{"gemma3", 0}, ArchCase{"llama3-rope", 0});
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GoldenArch, kArchCases, arch_case_name);
+
+// Layer splits, partial offload, a host KV cache and paged execution give the plain run's
+// logits bit for bit, whatever the architecture: nothing below the model layer knows it.
+class ArchLayouts : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(ArchLayouts, EqualThePlainRunBitForBit) {
+  auto g = load_golden("arch-" + GetParam().name, "park");
+  if (!g) GTEST_SKIP() << "golden files not found";
+  testing::Opened plain = testing::open_with_layout(g->model_path, testing::plain_layout());
+  ASSERT_TRUE(plain.session);
+  const auto expected = testing::decode_all(*plain.session, g->prompt_tokens);
+  const std::vector<int32_t> step = {261};
+  const auto expected_step = testing::decode_all(*plain.session, step);
+  using testing::LayoutCase;
+  for (const LayoutCase& c : {LayoutCase{"partial_2parts", 2, 2, {}, true},
+                              LayoutCase{"uneven_3to1", 2, 99, {3, 1}, true},
+                              LayoutCase{"partial_no_kv_offload", 2, 1, {}, false}}) {
+    for (bool paged : {false, true}) {
+      testing::Opened laid =
+          testing::open_with_layout(g->model_path, c, {.ubatch = 32, .paged = paged});
+      ASSERT_TRUE(laid.session) << c.name;
+      EXPECT_EQ(testing::decode_all(*laid.session, g->prompt_tokens), expected)
+          << c.name << (paged ? " paged" : "");
+      EXPECT_EQ(testing::decode_all(*laid.session, step), expected_step) << c.name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, ArchLayouts, kArchCases, arch_case_name);
 
 }  // namespace
 }  // namespace strata::engine

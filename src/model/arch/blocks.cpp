@@ -23,7 +23,14 @@ Tensor* rotate(const LayerBuild& b, Tensor* x, const std::string& name) {
   const bool swa = b.hp.is_swa(b.il);
   rp.freq_base = swa ? b.hp.rope_freq_base_swa : b.hp.rope_freq_base;
   rp.freq_scale = swa ? b.hp.rope_freq_scale_swa : b.hp.rope_freq_scale;
-  return named(core::rope(b.ctx, x, b.g.positions, rp), name);
+  return named(core::rope(b.ctx, x, b.g.positions, rp, b.w.rope_freqs), name);
+}
+
+// c * tanh(x / c), as three nodes: llama.cpp rounds each step to f32.
+Tensor* soft_cap(core::Context& ctx, Tensor* x, float cap, const std::string& name) {
+  Tensor* t = named(core::scale(ctx, x, 1.0f / cap), name + "_scaled");
+  t = named(core::tanh(ctx, t), name + "_tanh");
+  return named(core::scale(ctx, t, cap), name + "_capped");
 }
 
 }  // namespace
@@ -136,10 +143,12 @@ Tensor* attend(const LayerBuild& b, const Qkv& in) {
   Tensor* qp = named(core::permute(ctx, q, {0, 2, 1, 3}), p + "q_perm");  // [hd, T, n_head]
   if (b.o.flash_attn) {
     // [hd, n_head, T]: heads already merged per token, no permute or copy after.
-    Tensor* out = named(core::flash_attn(ctx, qp, keys, values, mask, kq_scale), p + "fattn");
+    Tensor* out = named(core::flash_attn(ctx, qp, keys, values, mask, kq_scale, hp.attn_softcap),
+                        p + "fattn");
     return named(core::reshape(ctx, out, {hp.n_embd_q(), T, 1, 1}), p + "attn_merged");
   }
   Tensor* kq = named(core::mul_mat(ctx, keys, qp), p + "kq");  // [n_kv, T, n_head]
+  if (hp.attn_softcap != 0.0f) kq = soft_cap(ctx, kq, hp.attn_softcap, p + "kq");
   kq = named(core::soft_max(ctx, kq, mask, kq_scale), p + "kq_soft_max");
   Tensor* vt = named(core::transpose(ctx, values), p + "v_t");  // [n_kv, hd, n_head_kv]
   Tensor* kqv = named(core::mul_mat(ctx, vt, kq), p + "kqv");   // [hd, T, n_head]
@@ -176,6 +185,16 @@ Tensor* ffn_swiglu(const LayerBuild& b, Tensor* cur) {
   return named(core::mul_mat(ctx, b.l.ffn_down, act), p + "ffn_out");
 }
 
+Tensor* ffn_geglu(const LayerBuild& b, Tensor* cur) {
+  core::Context& ctx = b.ctx;
+  const std::string& p = b.p;
+  Tensor* gate = named(core::mul_mat(ctx, b.l.ffn_gate, cur), p + "ffn_gate");
+  Tensor* up = named(core::mul_mat(ctx, b.l.ffn_up, cur), p + "ffn_up");
+  Tensor* act =
+      named(core::mul(ctx, named(core::gelu(ctx, gate), p + "ffn_gelu"), up), p + "ffn_geglu");
+  return named(core::mul_mat(ctx, b.l.ffn_down, act), p + "ffn_out");
+}
+
 void select_output_rows(const LayerBuild& b, Tensor*& cur, Tensor*& residual) {
   if (b.il != b.hp.n_layer - 1 || b.g.out_ids == nullptr) return;
   cur = named(core::get_rows(b.ctx, cur, b.g.out_ids), b.p + "attn_out_rows");
@@ -186,6 +205,7 @@ void finish_graph(core::Context& ctx, const Hparams& hp, const Weights& w, Tenso
                   ModelGraph& g) {
   Tensor* out = norm(ctx, x, w.output_norm, hp.rms_eps, "result_norm");
   g.logits = named(core::mul_mat(ctx, w.output, out), "result_output");
+  if (hp.final_softcap != 0.0f) g.logits = soft_cap(ctx, g.logits, hp.final_softcap, "result");
   Tensor* outputs[] = {g.logits};
   g.graph = core::build_graph(outputs);
 }

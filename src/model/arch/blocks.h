@@ -59,6 +59,9 @@ core::Tensor* attend(const LayerBuild& b, const Qkv& qkv);
 /// silu(gate) * up through the down matrix: separate gate and up, or one fused matrix.
 core::Tensor* ffn_swiglu(const LayerBuild& b, core::Tensor* cur);
 
+/// gelu(gate) * up through the down matrix (Gemma).
+core::Tensor* ffn_geglu(const LayerBuild& b, core::Tensor* cur);
+
 /// On the last block, when only some rows' logits are wanted, keeps just those rows of the
 /// block's output and of its residual: the rest of the graph works on them alone.
 void select_output_rows(const LayerBuild& b, core::Tensor*& cur, core::Tensor*& residual);

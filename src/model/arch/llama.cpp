@@ -10,13 +10,10 @@
 namespace strata::model {
 namespace {
 
-Status configure(const gguf::File& f, Hparams& hp) {
+Status configure(const gguf::File&, Hparams& hp) {
   hp.rope_mode = core::RopeMode::kNormal;
   if (hp.n_expert > 0) {
     return error(ErrorCode::kUnsupported, "model: mixture-of-experts llama is not supported yet");
-  }
-  if (f.find_tensor("rope_freqs.weight") != nullptr) {
-    return error(ErrorCode::kUnsupported, "model: rope frequency factors are not supported yet");
   }
   return {};
 }

@@ -1,6 +1,6 @@
 #include "model/arch/architecture.h"
 
-#include <array>
+#include <vector>
 
 namespace strata::model {
 
@@ -9,12 +9,15 @@ extern const Architecture kLlamaArchitecture;
 extern const Architecture kQwen2Architecture;
 extern const Architecture kQwen3Architecture;
 extern const Architecture kPhi3Architecture;
+extern const Architecture kGemma2Architecture;
+extern const Architecture kGemma3Architecture;
 
 namespace {
 
-const std::array<const Architecture*, 4>& all() {
-  static const std::array<const Architecture*, 4> list = {&kLlamaArchitecture, &kQwen2Architecture,
-                                                          &kQwen3Architecture, &kPhi3Architecture};
+const std::vector<const Architecture*>& all() {
+  static const std::vector<const Architecture*> list = {&kLlamaArchitecture,  &kQwen2Architecture,
+                                                        &kQwen3Architecture,  &kPhi3Architecture,
+                                                        &kGemma2Architecture, &kGemma3Architecture};
   return list;
 }
 
