@@ -7,9 +7,10 @@ namespace strata::core {
 
 namespace {
 constexpr std::array<std::string_view, kOpCount> kOpNames = {
-    "none",    "view",   "reshape",  "permute", "transpose",  "cpy",  "get_rows",
-    "mul_mat", "add",    "mul",      "scale",   "rms_norm",   "rope", "soft_max",
-    "silu",    "swiglu", "set_rows", "argmax",  "flash_attn", "gelu", "tanh",
+    "none",     "view",   "reshape",  "permute",    "transpose",  "cpy",  "get_rows",
+    "mul_mat",  "add",    "mul",      "scale",      "rms_norm",   "rope", "soft_max",
+    "silu",     "swiglu", "set_rows", "argmax",     "flash_attn", "gelu", "tanh",
+    "sum_rows", "div",    "top_k",    "mul_mat_id",
 };
 static_assert(kOpNames.size() == static_cast<size_t>(Op::kCount), "every op needs a name");
 }  // namespace

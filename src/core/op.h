@@ -30,6 +30,10 @@ enum class Op : uint8_t {
   kFlashAttn,  ///< fused attention: softmax(scale * q k^T + mask) v, online, per (token, head)
   kGelu,       ///< tanh-approximated GELU, through f16 as llama.cpp's CPU backend computes it
   kTanh,       ///< tanhf(x)
+  kSumRows,    ///< sum of each row, accumulated in double
+  kDiv,        ///< src0 / src1, src1 broadcast
+  kTopK,       ///< indices of each row's k largest elements, largest first, as I32
+  kMulMatId,   ///< mixture-of-experts mul_mat: src0 expert src2[i, t] times src1 row (i, t)
   kCount,
 };
 

@@ -191,6 +191,33 @@ Tensor* add(Context& ctx, Tensor* a, Tensor* b) {
 Tensor* mul(Context& ctx, Tensor* a, Tensor* b) {
   return binary(ctx, Op::kMul, a, b);
 }
+Tensor* div(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::kDiv, a, b);
+}
+
+Tensor* mul_mat_id(Context& ctx, Tensor* as, Tensor* b, Tensor* ids) {
+  constexpr Op kOp = Op::kMulMatId;
+  if (!valid(as) || !valid(b) || !valid(ids)) return fail(ctx, kOp, "null argument");
+  if (!is_computable(as->type) || as->type == Type::kI32) {
+    return fail(ctx, kOp, "unsupported weight type " + describe(*as));
+  }
+  if (as->nb[0] != type_size(as->type) || as->ne[3] != 1) {
+    return fail(ctx, kOp,
+                "experts must be [k, m, n_expert, 1] with dense rows, got " + describe(*as));
+  }
+  if (b->type != Type::kF32 || ids->type != Type::kI32) {
+    return fail(
+        ctx, kOp,
+        "expects f32 activations and i32 ids, got " + describe(*b) + " and " + describe(*ids));
+  }
+  if (ids->ne[2] != 1 || ids->ne[3] != 1 || b->ne[0] != as->ne[0] || b->ne[2] != ids->ne[1] ||
+      b->ne[3] != 1 || (b->ne[1] != 1 && b->ne[1] != ids->ne[0])) {
+    return fail(ctx, kOp,
+                "activations " + describe(*b) + " and ids " + describe(*ids) +
+                    " do not match experts " + describe(*as));
+  }
+  return node(ctx, kOp, Type::kF32, {as->ne[1], ids->ne[0], ids->ne[1], 1}, as, b, ids);
+}
 
 Tensor* scale(Context& ctx, Tensor* a, float s) {
   Tensor* t = unary_f32(ctx, Op::kScale, a);
@@ -283,6 +310,23 @@ Tensor* argmax(Context& ctx, Tensor* a) {
   if (!valid(a)) return fail(ctx, Op::kArgmax, "null argument");
   if (a->type != Type::kF32) return fail(ctx, Op::kArgmax, "expects f32, got " + describe(*a));
   return node(ctx, Op::kArgmax, Type::kI32, {a->nrows(), 1, 1, 1}, a);
+}
+
+Tensor* sum_rows(Context& ctx, Tensor* a) {
+  if (!valid(a)) return fail(ctx, Op::kSumRows, "null argument");
+  if (a->type != Type::kF32) return fail(ctx, Op::kSumRows, "expects f32, got " + describe(*a));
+  return node(ctx, Op::kSumRows, Type::kF32, {1, a->ne[1], a->ne[2], a->ne[3]}, a);
+}
+
+Tensor* top_k(Context& ctx, Tensor* a, int64_t k) {
+  if (!valid(a)) return fail(ctx, Op::kTopK, "null argument");
+  if (a->type != Type::kF32) return fail(ctx, Op::kTopK, "expects f32, got " + describe(*a));
+  if (k < 1 || k > a->ne[0] || a->ne[0] > INT32_MAX) {
+    return fail(ctx, Op::kTopK,
+                "k = " + std::to_string(k) + " outside [1, " + std::to_string(a->ne[0]) + "] for " +
+                    describe(*a));
+  }
+  return node(ctx, Op::kTopK, Type::kI32, {k, a->ne[1], a->ne[2], a->ne[3]}, a);
 }
 
 Tensor* flash_attn(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,

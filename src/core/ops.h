@@ -43,6 +43,15 @@ Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b);
 Tensor* add(Context& ctx, Tensor* a, Tensor* b);
 /// a * b with the same broadcasting as add. F32.
 Tensor* mul(Context& ctx, Tensor* a, Tensor* b);
+/// a / b with the same broadcasting as add. F32.
+Tensor* div(Context& ctx, Tensor* a, Tensor* b);
+/// `as` [k, m, n_expert, 1] (stacked expert matrices: any type mul_mat takes, dense rows) times
+/// `b` (F32 [k, n_b1, n_t, 1], n_b1 == 1 or n_used) picked by `ids` (I32 [n_used, n_t, 1, 1],
+/// the expert of slot i of token t) -> F32 [m, n_used, n_t, 1] with
+/// out[:, i, t] = as[:, :, ids[i, t]] x b[:, i % n_b1, t]. Each column has mul_mat's numerics
+/// bit for bit (activations rounded to the weight type's dot type). An id outside
+/// [0, n_expert) fails the node at compute time (kOutOfRange, nothing written).
+Tensor* mul_mat_id(Context& ctx, Tensor* as, Tensor* b, Tensor* ids);
 Tensor* scale(Context& ctx, Tensor* a, float s);
 Tensor* rms_norm(Context& ctx, Tensor* a, float eps);
 /// `a` [head_dim, heads, tokens, 1] rotated by positions `pos` (I32 [tokens]).
@@ -67,6 +76,13 @@ Tensor* swiglu(Context& ctx, Tensor* gate, Tensor* up);
 Tensor* set_rows(Context& ctx, Tensor* dst, Tensor* rows, Tensor* ids);
 /// Index of the maximum of each row, I32 [rows].
 Tensor* argmax(Context& ctx, Tensor* a);
+/// F32 [n, r1, r2, r3] -> F32 [1, r1, r2, r3]: each row summed in double, in element order, and
+/// rounded to f32 once (ggml_vec_sum_f32). Any strides.
+Tensor* sum_rows(Context& ctx, Tensor* a);
+/// F32 [n, r1, r2, r3] -> I32 [k, r1, r2, r3] (1 <= k <= n): the indices of the k largest
+/// elements of each row, largest first. Ties: the lower index first; NaNs rank below every
+/// number. (llama.cpp's ggml_top_k leaves the order of ties unspecified.) Any strides.
+Tensor* top_k(Context& ctx, Tensor* a, int64_t k);
 
 /// Fused attention, one (token, head) at a time without a [n_kv, n_tokens] score matrix:
 /// out[:, h, t] = sum_j p_j v[:, j, h / g] with p = softmax_j(scale * q[:, t, h] . k[:, j, h / g]

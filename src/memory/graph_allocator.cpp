@@ -21,6 +21,7 @@ bool can_run_in_place(const Tensor& t) {
   switch (t.op) {
     case core::Op::kAdd:
     case core::Op::kMul:
+    case core::Op::kDiv:
     case core::Op::kScale:
     case core::Op::kSilu:
     case core::Op::kSwiglu:
@@ -41,6 +42,9 @@ bool can_run_in_place(const Tensor& t) {
     case core::Op::kSetRows:
     case core::Op::kArgmax:
     case core::Op::kFlashAttn:
+    case core::Op::kSumRows:
+    case core::Op::kTopK:
+    case core::Op::kMulMatId:
     case core::Op::kCount:
       return false;
   }

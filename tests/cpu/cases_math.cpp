@@ -15,7 +15,8 @@ namespace {
 
 void elementwise_cases(std::vector<Case>& out) {
   using BinaryFn = Tensor* (*)(Context&, Tensor*, Tensor*);
-  const std::pair<const char*, BinaryFn> binaries[] = {{"add", core::add}, {"mul", core::mul}};
+  const std::pair<const char*, BinaryFn> binaries[] = {
+      {"add", core::add}, {"mul", core::mul}, {"div", core::div}};
   for (const auto& [name, fn] : binaries) {
     const std::string p = std::string(name) + "_";
     const std::pair<const char*, core::Shape> bshapes[] = {{"same", {37, 5, 3, 2}},
@@ -200,6 +201,39 @@ void softmax_cases(std::vector<Case>& out) {
        kFewUlps});
 }
 
+void reduce_cases(std::vector<Case>& out) {
+  out.push_back({"sum_rows_plain", [](Context& ctx, Inputs&) {
+                   return std::vector{core::sum_rows(ctx, f32(ctx, {37, 5, 3, 2}))};
+                 }});
+  out.push_back({"sum_rows_long", [](Context& ctx, Inputs&) {
+                   return std::vector{core::sum_rows(ctx, f32(ctx, {4096, 3, 1, 1}))};
+                 }});
+  out.push_back(
+      {"sum_rows_transposed", [](Context& ctx, Inputs&) {
+         return std::vector{core::sum_rows(ctx, core::transpose(ctx, f32(ctx, {5, 37, 1, 1})))};
+       }});
+  for (int64_t k : {1, 2, 8, 40}) {
+    out.push_back({"top_k_" + std::to_string(k), [k](Context& ctx, Inputs&) {
+                     return std::vector{core::top_k(ctx, f32(ctx, {40, 6, 2, 1}), k)};
+                   }});
+  }
+  out.push_back({"top_k_ties_and_nans", [](Context& ctx, Inputs& in) {
+                   Tensor* a = f32(ctx, {30, 4, 1, 1});
+                   std::vector<float> v = uniform(120, 0.0f, 4.0f, 52);
+                   for (float& x : v) x = std::floor(x);  // many ties per row
+                   v[3] = NAN;
+                   v[40] = NAN;
+                   v[41] = -INFINITY;
+                   v[95] = INFINITY;
+                   in.f32[a] = v;
+                   return std::vector{core::top_k(ctx, a, 12)};
+                 }});
+  out.push_back(
+      {"top_k_transposed", [](Context& ctx, Inputs&) {
+         return std::vector{core::top_k(ctx, core::transpose(ctx, f32(ctx, {5, 37, 1, 1})), 4)};
+       }});
+}
+
 void argmax_cases(std::vector<Case>& out) {
   out.push_back({"argmax_plain", [](Context& ctx, Inputs&) {
                    return std::vector{core::argmax(ctx, f32(ctx, {37, 5, 2, 1}))};
@@ -227,6 +261,7 @@ void math_cases(std::vector<Case>& out) {
   rope_cases(out);
   softmax_cases(out);
   argmax_cases(out);
+  reduce_cases(out);
 }
 
 }  // namespace strata::cpu::test

@@ -115,6 +115,7 @@ std::vector<Case> all_cases() {
   data_cases(cases);
   math_cases(cases);
   graph_cases(cases);
+  moe_cases(cases);
   return cases;
 }
 

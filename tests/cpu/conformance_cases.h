@@ -81,9 +81,11 @@ std::vector<float> causal_mask(int64_t nk, int64_t nq, int64_t width, int64_t he
 
 // Case tables by family.
 void mul_mat_cases(std::vector<Case>& out);
-void data_cases(std::vector<Case>& out);   ///< get_rows, cpy, set_rows
-void math_cases(std::vector<Case>& out);   ///< elementwise, rms_norm, rope, soft_max, argmax
+void data_cases(std::vector<Case>& out);  ///< get_rows, cpy, set_rows
+/// elementwise, rms_norm, rope, soft_max, argmax, sum_rows, top_k
+void math_cases(std::vector<Case>& out);
 void graph_cases(std::vector<Case>& out);  ///< whole transformer blocks
+void moe_cases(std::vector<Case>& out);    ///< mul_mat_id and a mixture-of-experts FFN
 std::vector<Case> all_cases();
 
 }  // namespace strata::cpu::test

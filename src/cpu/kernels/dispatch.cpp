@@ -89,6 +89,24 @@ Status check_flash_attn(Checker& c, const Tensor& node) {
       .status();
 }
 
+// The layouts mul_mat_id.cpp reads: see core::mul_mat_id.
+Status check_mul_mat_id(Checker& c, const Tensor& node) {
+  if (!c.sources(3).ok()) return c.status();
+  const Tensor& w = c.src(0);
+  const Tensor& x = c.src(1);
+  const Tensor& ids = c.src(2);
+  return c.need(dot_kernels(w.type) != nullptr, "weight type not supported")
+      .need(dense_rows(w) && w.ne[3] == 1, "experts must be [k, m, n_expert, 1] with dense rows")
+      .need(is_f32(x) && x.ne[0] == w.ne[0] && x.ne[3] == 1, "activations must be f32 [k, n, n_t]")
+      .need(ids.type == Type::kI32 && ids.ne[2] == 1 && ids.ne[3] == 1 && x.ne[2] == ids.ne[1] &&
+                (x.ne[1] == 1 || x.ne[1] == ids.ne[0]),
+            "ids must be i32 [n_used, n_t] matching the activations")
+      .need(is_f32(node) && dense_rows(node) && node.ne[0] == w.ne[1] && node.ne[1] == ids.ne[0] &&
+                node.ne[2] == ids.ne[1] && node.ne[3] == 1,
+            "output must be f32 [m, n_used, n_t, 1] with dense rows")
+      .status();
+}
+
 }  // namespace
 
 Status check_node(const Tensor& node) {
@@ -133,6 +151,7 @@ Status check_node(const Tensor& node) {
           .status();
     case Op::kAdd:
     case Op::kMul:
+    case Op::kDiv:
     case Op::kSwiglu:
       if (!c.sources(2).ok()) return c.status();
       return c.need(is_f32(c.src(0)) && is_f32(c.src(1)) && is_f32(node), "expects f32")
@@ -194,6 +213,22 @@ Status check_node(const Tensor& node) {
           .status();
     case Op::kFlashAttn:
       return check_flash_attn(c, node);
+    case Op::kSumRows:
+      if (!c.sources(1).ok()) return c.status();
+      return c.need(is_f32(c.src(0)) && is_f32(node), "expects f32")
+          .need(node.ne[0] == 1 && node.ne[1] == c.src(0).ne[1] && node.ne[2] == c.src(0).ne[2] &&
+                    node.ne[3] == c.src(0).ne[3],
+                "output must be [1, ne1, ne2, ne3]")
+          .status();
+    case Op::kTopK:
+      if (!c.sources(1).ok()) return c.status();
+      return c.need(is_f32(c.src(0)) && node.type == Type::kI32, "expects f32 in, i32 out")
+          .need(node.ne[0] >= 1 && node.ne[0] <= c.src(0).ne[0] && node.ne[1] == c.src(0).ne[1] &&
+                    node.ne[2] == c.src(0).ne[2] && node.ne[3] == c.src(0).ne[3],
+                "output must be [k <= ne0, ne1, ne2, ne3]")
+          .status();
+    case Op::kMulMatId:
+      return check_mul_mat_id(c, node);
     case Op::kCount:
       return c.need(false, "not an op").status();
   }
@@ -212,6 +247,10 @@ size_t work_size(const Tensor& node, int n_threads) {
       return set_rows_work_size(node, n_threads);
     case Op::kFlashAttn:
       return flash_attn_work_size(node, n_threads);
+    case Op::kTopK:
+      return top_k_work_size(node, n_threads);
+    case Op::kMulMatId:
+      return mul_mat_id_work_size(node, n_threads);
     case Op::kNone:
     case Op::kView:
     case Op::kReshape:
@@ -228,6 +267,8 @@ size_t work_size(const Tensor& node, int n_threads) {
     case Op::kArgmax:
     case Op::kGelu:
     case Op::kTanh:
+    case Op::kSumRows:
+    case Op::kDiv:
     case Op::kCount:
       return 0;
   }
@@ -290,6 +331,17 @@ Status compute_node(const Tensor& node, const KernelArgs& args) {
     case Op::kTanh:
       tanh(node, args);
       return {};
+    case Op::kSumRows:
+      sum_rows(node, args);
+      return {};
+    case Op::kDiv:
+      div(node, args);
+      return {};
+    case Op::kTopK:
+      top_k(node, args);
+      return {};
+    case Op::kMulMatId:
+      return mul_mat_id(node, args);
   }
   return error(ErrorCode::kInternal, "cpu: unknown op");
 }

@@ -1,4 +1,4 @@
-// Elementwise f32 kernels: add, mul (with broadcast of src1), scale, silu, swiglu.
+// Elementwise f32 kernels: add, mul, div (with broadcast of src1), scale, silu, swiglu.
 //
 // Rows are split across threads. Dense rows go through the vector loop; strided rows and row
 // tails go through the same vector code eight elements at a time via a small buffer, so a
@@ -60,6 +60,17 @@ struct MulOp {
     return _mm256_mul_ps(a, b);
 #else
     return a * b;
+#endif
+  }
+};
+
+// Division is correctly rounded in both forms, so vector and scalar lanes agree.
+struct DivOp {
+  Vec operator()(Vec a, Vec b) const {
+#if defined(STRATA_CPU_AVX2)
+    return _mm256_div_ps(a, b);
+#else
+    return a / b;
 #endif
   }
 };
@@ -206,6 +217,9 @@ void add(const Tensor& dst, const KernelArgs& args) {
 }
 void mul(const Tensor& dst, const KernelArgs& args) {
   binary(dst, args, MulOp{});
+}
+void div(const Tensor& dst, const KernelArgs& args) {
+  binary(dst, args, DivOp{});
 }
 void swiglu(const Tensor& dst, const KernelArgs& args) {
   binary(dst, args, SwigluOp{});

@@ -17,6 +17,11 @@ namespace strata::cpu {
 void mul_mat(const core::Tensor& dst, const KernelArgs& args);
 void add(const core::Tensor& dst, const KernelArgs& args);
 void mul(const core::Tensor& dst, const KernelArgs& args);
+void div(const core::Tensor& dst, const KernelArgs& args);
+void sum_rows(const core::Tensor& dst, const KernelArgs& args);
+void top_k(const core::Tensor& dst, const KernelArgs& args);
+/// Fails (kOutOfRange, nothing written) when an expert id is outside [0, n_expert).
+Status mul_mat_id(const core::Tensor& dst, const KernelArgs& args);
 void scale(const core::Tensor& dst, const KernelArgs& args);
 void silu(const core::Tensor& dst, const KernelArgs& args);
 void gelu(const core::Tensor& dst, const KernelArgs& args);
@@ -39,5 +44,7 @@ size_t rope_work_size(const core::Tensor& dst, int nth);
 size_t cpy_work_size(const core::Tensor& dst, int nth);
 size_t set_rows_work_size(const core::Tensor& dst, int nth);
 size_t flash_attn_work_size(const core::Tensor& dst, int nth);
+size_t top_k_work_size(const core::Tensor& dst, int nth);
+size_t mul_mat_id_work_size(const core::Tensor& dst, int nth);
 
 }  // namespace strata::cpu

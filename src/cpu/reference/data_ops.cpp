@@ -1,6 +1,10 @@
-// Reference products and data movement: mul_mat, cpy, get_rows, set_rows, argmax.
+// Reference products and data movement: mul_mat, mul_mat_id, cpy, get_rows, set_rows, argmax,
+// top_k.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/reference/ops.h"
@@ -63,6 +67,55 @@ void mul_mat(const Tensor& dst) {
             sum += static_cast<double>(wr[static_cast<size_t>(i)]) * a[static_cast<size_t>(i)];
           }
           set(dst, m, n, i2, i3, static_cast<float>(sum));
+        }
+      }
+    }
+  }
+}
+
+// Straight from the definition: every (slot, token) column is a mul_mat of the chosen expert.
+Status mul_mat_id(const Tensor& dst) {
+  const Tensor& w = *dst.src[0];
+  const Tensor& x = *dst.src[1];
+  const Tensor& ids = *dst.src[2];
+  STRATA_RETURN_IF_ERROR(check_ids(ids, w.ne[2], "mul_mat_id"));
+  const Type act = activation_type(w.type);
+  const int64_t k = w.ne[0];
+  for (int64_t t = 0; t < dst.ne[2]; ++t) {
+    for (int64_t i = 0; i < dst.ne[1]; ++i) {
+      const int32_t e = get_i32(ids, i, t);
+      const std::vector<float> a = round_trip(get_row(x, i % x.ne[1], t, 0), act);
+      for (int64_t m = 0; m < dst.ne[0]; ++m) {
+        const std::vector<float> wr = get_row(w, m, e, 0);
+        double sum = 0.0;
+        for (int64_t j = 0; j < k; ++j) {
+          sum += static_cast<double>(wr[static_cast<size_t>(j)]) * a[static_cast<size_t>(j)];
+        }
+        set(dst, m, i, t, 0, static_cast<float>(sum));
+      }
+    }
+  }
+  return {};
+}
+
+// Stable sort by value, descending, NaNs last: ties keep index order.
+void top_k(const Tensor& dst) {
+  const Tensor& a = *dst.src[0];
+  for (int64_t i3 = 0; i3 < a.ne[3]; ++i3) {
+    for (int64_t i2 = 0; i2 < a.ne[2]; ++i2) {
+      for (int64_t i1 = 0; i1 < a.ne[1]; ++i1) {
+        std::vector<std::pair<float, int32_t>> v;
+        for (int64_t i0 = 0; i0 < a.ne[0]; ++i0) {
+          v.emplace_back(get(a, i0, i1, i2, i3), static_cast<int32_t>(i0));
+        }
+        std::stable_sort(v.begin(), v.end(), [](const auto& p, const auto& q) {
+          if (std::isnan(p.first) || std::isnan(q.first))
+            return !std::isnan(p.first) && std::isnan(q.first);
+          return p.first > q.first;
+        });
+        for (int64_t j = 0; j < dst.ne[0]; ++j) {
+          const int32_t id = v[static_cast<size_t>(j)].second;
+          std::memcpy(dst.row_ptr(i1, i2, i3) + static_cast<size_t>(j) * dst.nb[0], &id, sizeof id);
         }
       }
     }

@@ -66,6 +66,20 @@ void mul(const Tensor& dst) {
   binary(dst, [](double x, double y) { return x * y; });
 }
 
+// Both operands are floats, so the quotient in double rounds to the f32 quotient exactly.
+void div(const Tensor& dst) {
+  binary(dst, [](double x, double y) { return x / y; });
+}
+
+void sum_rows(const Tensor& dst) {
+  const Tensor& a = *dst.src[0];
+  for_each_row(dst, [&](int64_t i1, int64_t i2, int64_t i3) {
+    double sum = 0.0;
+    for (int64_t i0 = 0; i0 < a.ne[0]; ++i0) sum += get(a, i0, i1, i2, i3);
+    set(dst, 0, i1, i2, i3, static_cast<float>(sum));
+  });
+}
+
 void swiglu(const Tensor& dst) {
   binary(dst, [](double g, double u) { return silu_of(g) * u; });
 }

@@ -10,6 +10,8 @@ namespace strata::cpu::reference {
 // math_ops.cpp: f32 arithmetic in double.
 void add(const core::Tensor& dst);
 void mul(const core::Tensor& dst);
+void div(const core::Tensor& dst);
+void sum_rows(const core::Tensor& dst);
 void scale(const core::Tensor& dst);
 void silu(const core::Tensor& dst);
 void gelu(const core::Tensor& dst);
@@ -23,6 +25,8 @@ void soft_max(const core::Tensor& dst);
 void mul_mat(const core::Tensor& dst);
 void cpy(const core::Tensor& dst);
 void argmax(const core::Tensor& dst);
+void top_k(const core::Tensor& dst);
+Status mul_mat_id(const core::Tensor& dst);
 Status get_rows(const core::Tensor& dst);
 Status set_rows(const core::Tensor& dst);
 

@@ -89,6 +89,17 @@ Status compute_node(const Tensor& node) {
     case Op::kTanh:
       tanh(node);
       return {};
+    case Op::kSumRows:
+      sum_rows(node);
+      return {};
+    case Op::kDiv:
+      div(node);
+      return {};
+    case Op::kTopK:
+      top_k(node);
+      return {};
+    case Op::kMulMatId:
+      return mul_mat_id(node);
     case Op::kCount:
       return unsupported(node, "not an op");
   }
