@@ -49,7 +49,8 @@ Tensor* div(Context& ctx, Tensor* a, Tensor* b);
 /// `b` (F32 [k, n_b1, n_t, 1], n_b1 == 1 or n_used) picked by `ids` (I32 [n_used, n_t, 1, 1],
 /// the expert of slot i of token t) -> F32 [m, n_used, n_t, 1] with
 /// out[:, i, t] = as[:, :, ids[i, t]] x b[:, i % n_b1, t]. Each column has mul_mat's numerics
-/// bit for bit (activations rounded to the weight type's dot type). An id outside
+/// bit for bit (activations rounded to the weight type's dot type), except that float weights
+/// always sum in llama.cpp's vector-dot order, as its mul_mat_id does. An id outside
 /// [0, n_expert) fails the node at compute time (kOutOfRange, nothing written).
 Tensor* mul_mat_id(Context& ctx, Tensor* as, Tensor* b, Tensor* ids);
 Tensor* scale(Context& ctx, Tensor* a, float s);

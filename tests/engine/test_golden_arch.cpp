@@ -86,9 +86,9 @@ std::string arch_case_name(const ::testing::TestParamInfo<ArchCase>& p) {
   return n;
 }
 
-const auto kArchCases =
-    ::testing::Values(ArchCase{"qwen2", 0}, ArchCase{"qwen3", 0}, ArchCase{"phi3", 0},
-                      ArchCase{"gemma2", 0}, ArchCase{"gemma3", 0}, ArchCase{"llama3-rope", 0});
+const auto kArchCases = ::testing::Values(
+    ArchCase{"qwen2", 0}, ArchCase{"qwen3", 0}, ArchCase{"phi3", 0}, ArchCase{"gemma2", 0},
+    ArchCase{"gemma3", 0}, ArchCase{"llama3-rope", 0}, ArchCase{"llama-moe", 0});
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenArch, kArchCases, arch_case_name);
 

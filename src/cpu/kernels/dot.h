@@ -24,6 +24,10 @@ struct DotKernels {
   int max_w;            ///< largest nw the tile kernel accepts
   int max_a;            ///< largest na the tile kernel accepts
   DotTileFn tile;
+  /// The same dot products summed in llama.cpp's vector-dot order (ggml_vec_dot_*), which its
+  /// mul_mat_id always takes while its mul_mat takes a GEMM with another order when k allows;
+  /// null where the two orders agree (the block types).
+  DotTileFn vector_order_tile = nullptr;
 };
 
 /// Kernels for a weight type, or nullptr when mul_mat cannot use that type as weights.

@@ -304,6 +304,20 @@ struct FloatDot {
   }
 };
 
+// Every k in the vector-dot order (see DotKernels::vector_order_tile).
+template <class Elem>
+struct FloatVectorOrderDot {
+  template <int NW, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
+                  int64_t ldo_w, int64_t ldo_a) {
+    for (int r = 0; r < NW; ++r) {
+      for (int c = 0; c < NA; ++c) {
+        out[r * ldo_w + c * ldo_a] = dot_vector_order<Elem>(k, w + r * ldw, a + c * lda);
+      }
+    }
+  }
+};
+
 #if defined(STRATA_DOT_BF16_PAIRS)
 // bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32).
 struct BF16PairDot {
@@ -355,9 +369,12 @@ constexpr int kMaxA = 2;
 }  // namespace
 
 const DotKernels kDotF32 = {core::Type::kF32, kMaxW, kMaxA,
-                            tile_dispatch<FloatDot<F32Elem>, kMaxW, kMaxA>};
+                            tile_dispatch<FloatDot<F32Elem>, kMaxW, kMaxA>,
+                            tile_dispatch<FloatVectorOrderDot<F32Elem>, kMaxW, kMaxA>};
 const DotKernels kDotF16 = {core::Type::kF16, kMaxW, kMaxA,
-                            tile_dispatch<FloatDot<F16Elem>, kMaxW, kMaxA>};
-const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA, tile_dispatch<BF16Dot, kMaxW, kMaxA>};
+                            tile_dispatch<FloatDot<F16Elem>, kMaxW, kMaxA>,
+                            tile_dispatch<FloatVectorOrderDot<F16Elem>, kMaxW, kMaxA>};
+const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA, tile_dispatch<BF16Dot, kMaxW, kMaxA>,
+                             tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>};
 
 }  // namespace strata::cpu

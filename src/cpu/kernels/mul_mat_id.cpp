@@ -11,7 +11,9 @@
 //
 // The activations are converted by the functions mul_mat uses on whole rows, and every output
 // is one tile-kernel dot product whose value does not depend on the tiling (dot.h): each row's
-// result is bit-identical to mul_mat(expert matrix, that activation row).
+// result is bit-identical to mul_mat(expert matrix, that activation row), except for float
+// weights, whose rows are summed in llama.cpp's vector-dot order whatever k is, as its
+// mul_mat_id sums them (mul_mat takes its GEMM's order when k is a multiple of 16).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -63,7 +65,8 @@ Plan make_plan(const Tensor& dst) {
   } else {
     p.max_w = p.dk->max_w;
     p.max_a = p.dk->max_a;
-    p.tile = p.dk->tile;
+    // llama.cpp's mul_mat_id sums float rows in its vector-dot order, whatever k is.
+    p.tile = p.dk->vector_order_tile != nullptr ? p.dk->vector_order_tile : p.dk->tile;
     p.act_row = core::row_size(p.dk->act_type, p.k);
   }
   p.act_bytes = p.act_row * static_cast<size_t>(p.pairs());

@@ -19,31 +19,25 @@ inline float load_f32(const uint8_t* p) {
   return v;
 }
 
-// y[i] = e^(y[i] - max) in place over a dense row, returning the sum in double. The row is
-// taken in chunks of 16: each chunk's exponentials are summed in f32 in a fixed tree order and
-// the chunk sums added in double, which is how llama.cpp's AVX-512 build sums (it pads the
-// attention row to a multiple of 32 with masked cells, whose 0s change no sum; a short last
-// chunk here is padded with 0s the same way).
+// y[i] = e^(y[i] - max) in place over a dense row, returning the sum in double, in llama.cpp's
+// order (its AVX-512 build): whole chunks of 16 go through the vector exp, each chunk summed
+// in f32 in a fixed tree order and the chunk sums added in double; the last n % 16 elements
+// take the C library's expf one at a time, each added in double. (Attention rows are padded
+// to a multiple of 32 cells, so only short rows such as an expert router's have such a tail.)
 double exp_row(float* y, int64_t n, float max) {
   double sum = 0.0;
+  int64_t i = 0;
 #if defined(STRATA_CPU_AVX2)
   const __m256 vmax = _mm256_set1_ps(max);
-  for (int64_t i = 0; i < n; i += 16) {
-    const int64_t cnt = n - i < 16 ? n - i : 16;
-    alignas(32) float buf[16];
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  for (; i + 16 <= n; i += 16) {
     float* p = y + i;
-    if (cnt < 16) {
-      std::memcpy(buf, y + i, static_cast<size_t>(cnt) * sizeof(float));
-      for (int64_t j = cnt; j < 16; ++j) buf[j] = -INFINITY;
-      p = buf;
-    }
     // A chunk of masked cells only (the causal future of a prompt row) is all zeros and adds
     // exactly 0 to the sum: skip the exponentials.
-    const __m256 ninf = _mm256_set1_ps(-INFINITY);
     const int masked = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), ninf, _CMP_EQ_OQ)) &
                        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + 8), ninf, _CMP_EQ_OQ));
     if (masked == 0xff) {
-      std::memset(y + i, 0, static_cast<size_t>(cnt) * sizeof(float));
+      std::memset(p, 0, 16 * sizeof(float));
       continue;
     }
     const __m256 lo = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
@@ -51,14 +45,12 @@ double exp_row(float* y, int64_t n, float max) {
     _mm256_storeu_ps(p, lo);
     _mm256_storeu_ps(p + 8, hi);
     sum += static_cast<double>(simd::hsum16(lo, hi));
-    if (cnt < 16) std::memcpy(y + i, buf, static_cast<size_t>(cnt) * sizeof(float));
-  }
-#else
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = std::exp(y[i] - max);
-    sum += y[i];
   }
 #endif
+  for (; i < n; ++i) {
+    y[i] = std::exp(y[i] - max);
+    sum += static_cast<double>(y[i]);
+  }
   return sum;
 }
 

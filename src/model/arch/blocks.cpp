@@ -195,6 +195,47 @@ Tensor* ffn_geglu(const LayerBuild& b, Tensor* cur) {
   return named(core::mul_mat(ctx, b.l.ffn_down, act), p + "ffn_out");
 }
 
+Tensor* ffn_moe(const LayerBuild& b, Tensor* cur) {
+  core::Context& ctx = b.ctx;
+  const std::string& p = b.p;
+  const Hparams& hp = b.hp;
+  const int64_t T = cur->ne[1], n_used = hp.n_expert_used;
+  // Route: softmax over the experts, the top n_used of each token, their weights renormalized.
+  Tensor* logits = named(core::mul_mat(ctx, b.l.ffn_gate_inp, cur), p + "ffn_moe_logits");
+  Tensor* probs = named(core::soft_max(ctx, logits, nullptr, 1.0f), p + "ffn_moe_probs");
+  Tensor* chosen = named(core::top_k(ctx, probs, n_used), p + "ffn_moe_topk");  // [n_used, T]
+  Tensor* weights = named(
+      core::get_rows(
+          ctx, named(core::reshape(ctx, probs, {1, hp.n_expert, T, 1}), p + "ffn_moe_p3"), chosen),
+      p + "ffn_moe_weights");  // [1, n_used, T]
+  Tensor* w2 = named(core::reshape(ctx, weights, {n_used, T, 1, 1}), p + "ffn_moe_weights_2d");
+  Tensor* sum = named(core::sum_rows(ctx, w2), p + "ffn_moe_weights_sum");
+  w2 = named(core::div(ctx, w2, sum), p + "ffn_moe_weights_norm");
+  weights = named(core::reshape(ctx, w2, {1, n_used, T, 1}), p + "ffn_moe_weights_3d");
+
+  // Every chosen expert's SwiGLU FFN, one mul_mat_id per matrix for all tokens and slots.
+  Tensor* x = named(core::reshape(ctx, cur, {hp.n_embd, 1, T, 1}), p + "ffn_moe_in");
+  Tensor* up = named(core::mul_mat_id(ctx, b.l.ffn_up_exps, x, chosen), p + "ffn_moe_up");
+  Tensor* gate = named(core::mul_mat_id(ctx, b.l.ffn_gate_exps, x, chosen), p + "ffn_moe_gate");
+  Tensor* act = named(core::swiglu(ctx, gate, up), p + "ffn_moe_swiglu");
+  Tensor* down = named(core::mul_mat_id(ctx, b.l.ffn_down_exps, act, chosen), p + "ffn_moe_down");
+  down = named(core::mul(ctx, down, weights), p + "ffn_moe_weighted");  // [n_embd, n_used, T]
+
+  // Sum the slots in order, as llama.cpp adds its views.
+  const core::Strides nb = {down->nb[0], down->nb[2], down->nb[2] * static_cast<size_t>(T),
+                            down->nb[2] * static_cast<size_t>(T)};
+  Tensor* out = nullptr;
+  for (int64_t i = 0; i < n_used; ++i) {
+    Tensor* slot =
+        named(core::view(ctx, down, {hp.n_embd, T, 1, 1}, nb, static_cast<size_t>(i) * down->nb[1]),
+              p + "ffn_moe_slot" + std::to_string(i));
+    out = out == nullptr ? slot
+                         : named(core::add(ctx, out, slot), p + "ffn_moe_sum" + std::to_string(i));
+  }
+  if (n_used == 1) out = core::cont(ctx, out);
+  return named(out, p + "ffn_out");
+}
+
 void select_output_rows(const LayerBuild& b, Tensor*& cur, Tensor*& residual) {
   if (b.il != b.hp.n_layer - 1 || b.g.out_ids == nullptr) return;
   cur = named(core::get_rows(b.ctx, cur, b.g.out_ids), b.p + "attn_out_rows");

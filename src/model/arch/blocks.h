@@ -59,6 +59,10 @@ core::Tensor* attend(const LayerBuild& b, const Qkv& qkv);
 /// silu(gate) * up through the down matrix: separate gate and up, or one fused matrix.
 core::Tensor* ffn_swiglu(const LayerBuild& b, core::Tensor* cur);
 
+/// Mixture of experts: a softmax router picks hp.n_expert_used experts per token (weights
+/// renormalized over them), each runs its SwiGLU FFN, and the weighted outputs are summed.
+core::Tensor* ffn_moe(const LayerBuild& b, core::Tensor* cur);
+
 /// gelu(gate) * up through the down matrix (Gemma).
 core::Tensor* ffn_geglu(const LayerBuild& b, core::Tensor* cur);
 

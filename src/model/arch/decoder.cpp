@@ -21,7 +21,7 @@ ModelGraph build_prenorm_decoder(core::Context& ctx, const Hparams& hp, const We
     select_output_rows(b, cur, x);
     core::Tensor* ffn_in = named(core::add(ctx, cur, x), b.p + "ffn_inp");
     cur = norm(ctx, ffn_in, b.l.ffn_norm, hp.rms_eps, b.p + "ffn_norm");
-    cur = ffn_swiglu(b, cur);
+    cur = b.l.ffn_gate_inp != nullptr ? ffn_moe(b, cur) : ffn_swiglu(b, cur);
     x = named(core::add(ctx, cur, ffn_in), b.p + "l_out");
   }
   finish_graph(ctx, hp, w, x, g);

@@ -12,9 +12,6 @@ namespace {
 
 Status configure(const gguf::File&, Hparams& hp) {
   hp.rope_mode = core::RopeMode::kNormal;
-  if (hp.n_expert > 0) {
-    return error(ErrorCode::kUnsupported, "model: mixture-of-experts llama is not supported yet");
-  }
   return {};
 }
 
