@@ -16,7 +16,7 @@ void print_usage(FILE* to) {
       "commands:\n"
       "  run       generate text from a GGUF model (strata run -m MODEL -p PROMPT -n N)\n"
       "  inspect   print a GGUF file's metadata and tensor table (strata inspect MODEL)\n"
-      "  synth     write a random-weight Llama model (strata synth --preset P --type T -o OUT)\n"
+      "  synth     write a random-weight model (strata synth --preset P --type T -o OUT)\n"
       "  devices   list the devices (strata devices [--partitions N] [--device-mem 512M])\n"
       "  bench     measure prompt and generation speed (strata bench -m MODEL [-p 512] [-n 128])\n"
       "  perplexity  score a text file (strata perplexity -m MODEL -f TEXT [-c 512])\n"

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -30,6 +31,7 @@ struct SynthOptions {
   std::string output;
   std::string vocab;
   std::string name;
+  std::string arch;
   int64_t seed = 0;
   int64_t threads = 0;
   int64_t n_embd = kUnset, n_layer = kUnset, n_head = kUnset, n_head_kv = kUnset;
@@ -53,6 +55,8 @@ void add_flags(FlagSet& f, SynthOptions& o) {
                "copy the tokenizer from this GGUF file (sets the vocabulary size)");
   f.add_int({"-s", "--seed"}, &o.seed, "random seed; same seed, same file (0)");
   f.add_string({"--name"}, &o.name, "general.name (default: the preset's name)");
+  f.add_string({"--arch"}, &o.arch,
+               "architecture of the preset's shape: llama, qwen2 or qwen3 (default: the preset's)");
   f.add_int({"-t", "--threads"}, &o.threads, "threads (default: all cores)");
   f.add_int({"--n-embd"}, &o.n_embd, "override the embedding width");
   f.add_int({"--n-layer"}, &o.n_layer, "override the number of layers");
@@ -97,6 +101,13 @@ Result<model::SynthSpec> make_spec(const SynthOptions& o) {
     if (ov.value < 1) return usage_error(std::string(ov.flag) + " must be positive");
     *ov.field = ov.value;
   }
+  if (!o.arch.empty()) {
+    const auto archs = model::synth_architectures();
+    if (std::find(archs.begin(), archs.end(), o.arch) == archs.end()) {
+      return usage_error("--arch " + o.arch + " is not one of llama, qwen2, qwen3");
+    }
+    hp->arch = o.arch;
+  }
   // A narrower head changes the rotated width with it.
   hp->n_rot = 0;
   if (o.threads < 0 || o.threads > 4096) return usage_error("-t must be in [0, 4096]");
@@ -126,7 +137,7 @@ Status write_model(const model::SynthSpec& spec, const std::string& out) {
   if (partial.size() >= sizeof g_partial_path) return usage_error("output path too long: " + out);
   std::memcpy(g_partial_path, partial.c_str(), partial.size() + 1);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_partial_and_exit);
-  Status st = model::write_synthetic_llama(spec, partial);
+  Status st = model::write_synthetic_model(spec, partial);
   if (st.ok() && std::rename(partial.c_str(), out.c_str()) != 0) {
     st = error(ErrorCode::kIo,
                "cannot rename '" + partial + "' to '" + out + "': " + std::strerror(errno));
@@ -179,7 +190,9 @@ int synth_command(const std::vector<std::string>& args) {
   if (o.help) {
     std::printf(
         "usage: strata synth --preset NAME --type TYPE -o OUT.gguf [flags]\n"
-        "writes a Llama model of the preset's shape with random weights, for benchmarks and tests\n"
+        "writes a model of the preset's shape and architecture with random weights, for "
+        "benchmarks\n"
+        "and tests\n"
         "types: %s\n%s",
         join(model::file_type_names()).c_str(), flags.usage().c_str());
     return 0;

@@ -46,7 +46,7 @@ SynthSpec tiny_spec(const std::string& type, uint64_t seed = 7) {
   return spec;
 }
 
-// The shape write_synthetic_llama settles on (n_rot resolved).
+// The shape write_synthetic_model settles on (n_rot resolved).
 Hparams resolved(Hparams hp) {
   if (hp.n_rot == 0) hp.n_rot = hp.head_dim();
   return hp;
@@ -60,7 +60,7 @@ bool all_supported(const std::vector<SynthTensor>& plan) {
 
 // Writes `spec` to `path` and opens it, or explains why not.
 Result<gguf::File> write_and_open(const SynthSpec& spec, const std::string& path) {
-  STRATA_RETURN_IF_ERROR(write_synthetic_llama(spec, path));
+  STRATA_RETURN_IF_ERROR(write_synthetic_model(spec, path));
   return gguf::File::open(path);
 }
 
@@ -104,9 +104,9 @@ TEST_P(SynthEveryType, TinyPresetWritesALoadableModel) {
   const SynthSpec spec = tiny_spec(name);
   const std::string path = tmp_path("type_" + name);
   std::filesystem::remove(path);
-  const std::vector<SynthTensor> plan = plan_llama_tensors(resolved(spec.hparams), ft);
+  const std::vector<SynthTensor> plan = plan_tensors(resolved(spec.hparams), ft);
 
-  Status st = write_synthetic_llama(spec, path);
+  Status st = write_synthetic_model(spec, path);
   if (!all_supported(plan)) {
     EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << st.message();
     EXPECT_THAT(st.message(), HasSubstr("is not supported by this build"));
@@ -162,14 +162,43 @@ TEST_P(SynthEveryType, TinyPresetWritesALoadableModel) {
   EXPECT_EQ((*model)->tokenizer().n_vocab(), 512);
 }
 
+// Qwen2 and Qwen3 shapes: their biases or per-head norms are written, under their
+// architecture's keys, and the loader reads them as such.
+TEST(Synth, OtherArchitecturesWriteLoadableModels) {
+  for (const char* arch : {"qwen2", "qwen3"}) {
+    SynthSpec spec = tiny_spec("q8_0");
+    spec.hparams.arch = arch;
+    const std::string path = tmp_path(std::string("arch_") + arch);
+    auto file = write_and_open(spec, path);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    EXPECT_EQ(*file->get_string("general.architecture"), arch);
+    EXPECT_EQ(*file->get_int(std::string(arch) + ".block_count"), 2);
+    auto model = Model::load(path, memory::host_buffer_type());
+    ASSERT_TRUE(model.ok()) << arch << ": " << model.status().message();
+    const LayerWeights& l = (*model)->weights().layers[1];
+    if (std::string(arch) == "qwen2") {
+      EXPECT_NE(l.bq, nullptr);
+      EXPECT_NE(l.bv, nullptr);
+    } else {
+      EXPECT_NE(l.attn_q_norm, nullptr);
+      EXPECT_NE(l.attn_k_norm, nullptr);
+    }
+    std::filesystem::remove(path);
+  }
+  SynthSpec bad = tiny_spec("f16");
+  bad.hparams.arch = "gemma2";
+  const Status st = write_synthetic_model(bad, tmp_path("arch_bad"));
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("'gemma2' cannot be synthesized"));
+}
+
 // At a width the 256-element K-quant blocks divide, so the K types themselves are written.
 TEST_P(SynthEveryType, WideEnoughForKQuantsWritesALoadableModel) {
   const std::string name(GetParam());
   SynthSpec spec = tiny_spec(name);
   spec.hparams.n_embd = 256;
   spec.hparams.n_ff = 512;
-  const std::vector<SynthTensor> plan =
-      plan_llama_tensors(resolved(spec.hparams), *find_file_type(name));
+  const std::vector<SynthTensor> plan = plan_tensors(resolved(spec.hparams), *find_file_type(name));
   if (!all_supported(plan))
     GTEST_SKIP() << "this build cannot quantize every type " << name << " needs";
   const std::string path = tmp_path("wide_" + name);
@@ -191,15 +220,15 @@ TEST(Synth, SameSeedSameBytesWhateverTheThreads) {
   a.n_threads = 1;
   SynthSpec b = a;
   b.n_threads = 3;
-  ASSERT_TRUE(write_synthetic_llama(a, tmp_path("seed_a")).ok());
-  ASSERT_TRUE(write_synthetic_llama(b, tmp_path("seed_b")).ok());
+  ASSERT_TRUE(write_synthetic_model(a, tmp_path("seed_a")).ok());
+  ASSERT_TRUE(write_synthetic_model(b, tmp_path("seed_b")).ok());
   const std::vector<uint8_t> bytes_a = read_bytes(tmp_path("seed_a"));
   EXPECT_GT(bytes_a.size(), 100000u);
   EXPECT_EQ(bytes_a, read_bytes(tmp_path("seed_b")));
 
   SynthSpec c = a;
   c.seed = 12;
-  ASSERT_TRUE(write_synthetic_llama(c, tmp_path("seed_c")).ok());
+  ASSERT_TRUE(write_synthetic_model(c, tmp_path("seed_c")).ok());
   const std::vector<uint8_t> bytes_c = read_bytes(tmp_path("seed_c"));
   ASSERT_EQ(bytes_c.size(), bytes_a.size());  // same layout, other values
   EXPECT_NE(bytes_c, bytes_a);
@@ -391,9 +420,9 @@ TEST(Synth, CopiesTheVocabularyOfAnotherFile) {
   EXPECT_EQ((*model)->tokenizer().n_vocab(), 32000);
 
   spec.hparams.n_vocab = 32000;  // agreeing is fine
-  EXPECT_TRUE(write_synthetic_llama(spec, tmp_path("vocab_copy")).ok());
+  EXPECT_TRUE(write_synthetic_model(spec, tmp_path("vocab_copy")).ok());
   spec.hparams.n_vocab = 512;
-  Status st = write_synthetic_llama(spec, tmp_path("vocab_conflict"));
+  Status st = write_synthetic_model(spec, tmp_path("vocab_conflict"));
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("n_vocab 512 disagrees"));
 }
@@ -402,7 +431,7 @@ TEST(Synth, BadSpecsAreClearErrors) {
   const std::string path = tmp_path("bad");
   std::filesystem::remove(path);
   auto expect_invalid = [&](const SynthSpec& spec, const std::string& what) {
-    Status st = write_synthetic_llama(spec, path);
+    Status st = write_synthetic_model(spec, path);
     EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.message();
     EXPECT_THAT(st.message(), HasSubstr(what));
     EXPECT_FALSE(std::filesystem::exists(path));
@@ -423,7 +452,7 @@ TEST(Synth, BadSpecsAreClearErrors) {
 
   s = tiny_spec("f16");
   s.vocab_path = "/nonexistent/vocab.gguf";
-  Status st = write_synthetic_llama(s, path);
+  Status st = write_synthetic_model(s, path);
   EXPECT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("/nonexistent/vocab.gguf"));
   EXPECT_FALSE(std::filesystem::exists(path));
@@ -436,7 +465,7 @@ TEST(Synth, Q4KMWritesALoadableModelWhenKTypesAreBuilt) {
   spec.hparams.n_ff = 512;
   spec.hparams.n_layer = 8;
   const std::vector<SynthTensor> plan =
-      plan_llama_tensors(resolved(spec.hparams), *find_file_type("q4_k_m"));
+      plan_tensors(resolved(spec.hparams), *find_file_type("q4_k_m"));
   if (!all_supported(plan)) GTEST_SKIP() << "this build cannot quantize to Q4_K and Q6_K yet";
   auto file = write_and_open(spec, tmp_path("q4_k_m"));
   ASSERT_TRUE(file.ok()) << file.status().message();

@@ -32,7 +32,7 @@ Hparams shape(int64_t n_embd, int64_t n_ff, int64_t n_layer) {
 // Type of every tensor by name.
 std::map<std::string, Type> types_of(const Hparams& hp, const std::string& format) {
   std::map<std::string, Type> m;
-  for (const SynthTensor& t : plan_llama_tensors(hp, *find_file_type(format))) m[t.name] = t.type;
+  for (const SynthTensor& t : plan_tensors(hp, *find_file_type(format))) m[t.name] = t.type;
   return m;
 }
 
@@ -145,8 +145,7 @@ TEST(SynthRecipe, RowsTheBlockDoesNotDivideFallBackAsLlamaCppDoes) {
 }
 
 TEST(SynthRecipe, ShapesAreWhatTheLoaderExpects) {
-  const std::vector<SynthTensor> plan =
-      plan_llama_tensors(shape(256, 512, 3), *find_file_type("f16"));
+  const std::vector<SynthTensor> plan = plan_tensors(shape(256, 512, 3), *find_file_type("f16"));
   ASSERT_EQ(plan.size(), 3u * 9 + 3);
   EXPECT_EQ(plan.front().name, "token_embd.weight");
   EXPECT_EQ(plan.front().ne, (std::vector<int64_t>{256, 512}));

@@ -9,6 +9,7 @@ struct Preset {
   std::string_view name;
   int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
   float rope_freq_base;
+  std::string_view arch = "llama";
 };
 
 // The published shapes (vocabulary sizes are those of each model's own tokenizer).
@@ -18,6 +19,8 @@ constexpr std::array kPresets = {
     Preset{"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f},
     Preset{"llama2-7b", 4096, 32, 32, 32, 11008, 32000, 4096, 10000.0f},
     Preset{"llama3-8b", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f},
+    Preset{"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, "qwen2"},
+    Preset{"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1000000.0f, "qwen3"},
 };
 
 }  // namespace
@@ -42,6 +45,7 @@ Result<Hparams> synth_preset(std::string_view name) {
     hp.n_rot = 0;
     hp.rms_eps = 1e-5f;
     hp.rope_freq_base = p.rope_freq_base;
+    hp.arch = std::string(p.arch);
     return hp;
   }
   std::string known;

@@ -40,6 +40,10 @@ Result<FileType> file_type(const std::string& name) {
 
 // Checks the shape (all but n_vocab) and resolves n_rot.
 Status check_shape(Hparams& hp) {
+  const auto archs = synth_architectures();
+  if (std::find(archs.begin(), archs.end(), hp.arch) == archs.end()) {
+    return invalid("architecture '" + hp.arch + "' cannot be synthesized (llama, qwen2, qwen3)");
+  }
   const std::pair<const char*, int64_t> dims[] = {
       {"n_embd", hp.n_embd},       {"n_layer", hp.n_layer}, {"n_head", hp.n_head},
       {"n_head_kv", hp.n_head_kv}, {"n_ff", hp.n_ff},       {"context length", hp.n_ctx_train}};
@@ -100,20 +104,21 @@ Status check_supported(const FileType& ft, const std::vector<SynthTensor>& tenso
 Status add_metadata(gguf::Writer& w, const SynthSpec& spec, const Hparams& hp, const FileType& ft,
                     bool quantized, std::vector<gguf::KeyValue> tokenizer) {
   const auto u32 = [](int64_t v) { return gguf::make_value(static_cast<uint32_t>(v)); };
+  const std::string a = hp.arch + ".";
   std::vector<gguf::KeyValue> kvs = {
-      {"general.architecture", gguf::make_string("llama")},
+      {"general.architecture", gguf::make_string(hp.arch)},
       {"general.name", gguf::make_string(spec.name)},
       {"general.file_type", gguf::make_value(ft.ftype)},
-      {"llama.vocab_size", u32(hp.n_vocab)},
-      {"llama.context_length", u32(hp.n_ctx_train)},
-      {"llama.embedding_length", u32(hp.n_embd)},
-      {"llama.block_count", u32(hp.n_layer)},
-      {"llama.feed_forward_length", u32(hp.n_ff)},
-      {"llama.attention.head_count", u32(hp.n_head)},
-      {"llama.attention.head_count_kv", u32(hp.n_head_kv)},
-      {"llama.attention.layer_norm_rms_epsilon", gguf::make_value(hp.rms_eps)},
-      {"llama.rope.freq_base", gguf::make_value(hp.rope_freq_base)},
-      {"llama.rope.dimension_count", u32(hp.n_rot)},
+      {a + "vocab_size", u32(hp.n_vocab)},
+      {a + "context_length", u32(hp.n_ctx_train)},
+      {a + "embedding_length", u32(hp.n_embd)},
+      {a + "block_count", u32(hp.n_layer)},
+      {a + "feed_forward_length", u32(hp.n_ff)},
+      {a + "attention.head_count", u32(hp.n_head)},
+      {a + "attention.head_count_kv", u32(hp.n_head_kv)},
+      {a + "attention.layer_norm_rms_epsilon", gguf::make_value(hp.rms_eps)},
+      {a + "rope.freq_base", gguf::make_value(hp.rope_freq_base)},
+      {a + "rope.dimension_count", u32(hp.n_rot)},
   };
   // The version of the quantized block layouts (llama.cpp's GGML_QNT_VERSION).
   if (quantized) kvs.push_back({"general.quantization_version", gguf::make_value(uint32_t{2})});
@@ -201,7 +206,11 @@ Status check_disk_space(const std::string& path, double need) {
 
 }  // namespace
 
-Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
+std::vector<std::string> synth_architectures() {
+  return {"llama", "qwen2", "qwen3"};
+}
+
+Status write_synthetic_model(const SynthSpec& spec, const std::string& path) {
   auto ft = file_type(spec.type);
   if (!ft.ok()) return ft.status();
   if (spec.n_threads < 0) return invalid("thread count must not be negative");
@@ -210,11 +219,11 @@ Status write_synthetic_llama(const SynthSpec& spec, const std::string& path) {
   // A made-up vocabulary of millions of tokens takes seconds to build: with the size known
   // already, an impossible file is refused before that.
   if (spec.vocab_path.empty()) {
-    STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(plan_llama_tensors(hp, *ft))));
+    STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(plan_tensors(hp, *ft))));
   }
   auto vocab = resolve_vocab(spec, hp);
   if (!vocab.ok()) return vocab.status();
-  const std::vector<SynthTensor> tensors = plan_llama_tensors(hp, *ft);
+  const std::vector<SynthTensor> tensors = plan_tensors(hp, *ft);
   STRATA_RETURN_IF_ERROR(check_supported(*ft, tensors));
   STRATA_RETURN_IF_ERROR(check_disk_space(path, tensor_bytes(tensors)));
 

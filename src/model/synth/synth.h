@@ -1,6 +1,6 @@
-// Random-weight Llama models of any shape, written as GGUF (`strata synth`). The weights have
-// the statistics of a trained model's (unit-RMS activations through every layer), so speed
-// measurements and numerics behave as with a real model of that shape and type.
+// Random-weight models (Llama, Qwen2, Qwen3) of any shape, written as GGUF (`strata synth`). The
+// weights have the statistics of a trained model's (unit-RMS activations through every layer), so
+// speed measurements and numerics behave as with a real model of that shape and type.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,8 @@ namespace strata::model {
 /// What to synthesize.
 struct SynthSpec {
   std::string name = "synthetic-llama";  ///< general.name
-  /// The shape. n_vocab 0 takes the size of `vocab_path`'s vocabulary; n_rot 0 means the head
-  /// size; rope_freq_scale is ignored.
+  /// The shape and architecture. n_vocab 0 takes the size of `vocab_path`'s vocabulary; n_rot 0
+  /// means the head size; rope_freq_scale is ignored.
   Hparams hparams;
   std::string type = "f16";  ///< a weight format: "f32", "q4_0", "q4_k_m", ... (synth_recipe.h)
   uint64_t seed = 0;         ///< same seed, same bytes
@@ -39,6 +39,9 @@ Result<Hparams> synth_preset(std::string_view name);
 /// kUnsupported for a type this build cannot quantize to (nothing is written then); file errors
 /// as the OS reports them; a model larger than the disk's free space is kIo before anything is
 /// written. A failed write leaves no file behind.
-Status write_synthetic_llama(const SynthSpec& spec, const std::string& path);
+Status write_synthetic_model(const SynthSpec& spec, const std::string& path);
+
+/// The architectures synth writes (hparams.arch).
+std::vector<std::string> synth_architectures();
 
 }  // namespace strata::model

@@ -10,6 +10,8 @@ int64_t SynthTensor::n_elements() const {
   return n;
 }
 
+// Vectors (norms, biases) take the norm role: always f32.
+//
 // Scales, chosen so that a random model's activations look like a trained one's:
 // - token_embd ~ N(0, 1): the residual stream starts at unit RMS.
 // - Norm weights are 1, so every RMS-normed input has unit RMS.
@@ -21,7 +23,7 @@ int64_t SynthTensor::n_elements() const {
 //   has variance at most 1/(2 n_layer), so the stream's RMS ends below sqrt(2) whatever the
 //   depth, instead of growing like sqrt(n_layer). (SwiGLU's silu(g) * u has RMS ~0.6, so the
 //   FFN adds less than that.)
-std::vector<SynthTensor> plan_llama_tensors(const Hparams& hp, const FileType& ft) {
+std::vector<SynthTensor> plan_tensors(const Hparams& hp, const FileType& ft) {
   const int64_t e = hp.n_embd, ekv = hp.n_embd_kv(), ff = hp.n_ff, nl = hp.n_layer;
   const auto inv_sqrt = [](double x) { return static_cast<float>(1.0 / std::sqrt(x)); };
   const float in_e = inv_sqrt(static_cast<double>(e));
@@ -42,6 +44,16 @@ std::vector<SynthTensor> plan_llama_tensors(const Hparams& hp, const FileType& f
     add(p + "attn_q.weight", WeightRole::kAttnQ, il, {e, e}, in_e);
     add(p + "attn_k.weight", WeightRole::kAttnK, il, {e, ekv}, in_e);
     add(p + "attn_v.weight", WeightRole::kAttnV, il, {e, ekv}, in_e);
+    if (hp.arch == "qwen2") {
+      // Small biases: they shift the projections without changing their spread much.
+      add(p + "attn_q.bias", WeightRole::kNorm, il, {e}, 0.1f);
+      add(p + "attn_k.bias", WeightRole::kNorm, il, {ekv}, 0.1f);
+      add(p + "attn_v.bias", WeightRole::kNorm, il, {ekv}, 0.1f);
+    }
+    if (hp.arch == "qwen3") {
+      add(p + "attn_q_norm.weight", WeightRole::kNorm, il, {hp.head_dim()}, 0.0f);
+      add(p + "attn_k_norm.weight", WeightRole::kNorm, il, {hp.head_dim()}, 0.0f);
+    }
     add(p + "attn_output.weight", WeightRole::kAttnOutput, il, {e, e}, out_e);
     add(p + "ffn_norm.weight", WeightRole::kNorm, il, {e}, 0.0f);
     add(p + "ffn_gate.weight", WeightRole::kFfnGate, il, {e, ff}, in_e);

@@ -22,9 +22,10 @@ struct SynthTensor {
   int64_t n_elements() const;
 };
 
-/// The tensors of a Llama model of shape `hp` (n_vocab and n_rot resolved) stored as `ft`, in
-/// file order: token_embd, each block's attention and FFN, output_norm, output. The scales keep
-/// the residual stream near unit RMS through every layer (see synth_tensors.cpp).
-std::vector<SynthTensor> plan_llama_tensors(const Hparams& hp, const FileType& ft);
+/// The tensors of a model of shape `hp` (n_vocab and n_rot resolved; hp.arch one of
+/// synth_architectures()) stored as `ft`, in file order: token_embd, each block's attention
+/// (with Qwen2's biases, Qwen3's per-head norms) and FFN, output_norm, output. The scales keep
+/// the residual stream near unit RMS through every layer (see tensors.cpp).
+std::vector<SynthTensor> plan_tensors(const Hparams& hp, const FileType& ft);
 
 }  // namespace strata::model
