@@ -138,8 +138,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
     if (!home.ok()) return home.status();
     pg->home = std::move(home).value();
   }
-  cache->cell_pos_.assign(static_cast<size_t>(cells), -1);
-  cache->capacity_ = config.n_cells;
+  cache->cells_ = KvCells(config.n_cells);
   return cache;
 }
 
@@ -148,26 +147,4 @@ size_t KvCache::bytes() const {
   for (const auto& b : buffers_) total += b->size();
   return total;
 }
-Result<int64_t> KvCache::append(int64_t n, int32_t first_pos) {
-  if (n < 0 || used_ + n > size()) {
-    return error(ErrorCode::kOutOfRange, "context overflow: " + std::to_string(used_ + n) +
-                                             " tokens exceed the context size of " +
-                                             std::to_string(size()));
-  }
-  const int64_t first = used_;
-  for (int64_t i = 0; i < n; ++i)
-    cell_pos_[static_cast<size_t>(first + i)] = first_pos + static_cast<int32_t>(i);
-  used_ += n;
-  return first;
-}
-
-void KvCache::rollback(int64_t n) {
-  for (int64_t i = 0; i < n && used_ > 0; ++i) cell_pos_[static_cast<size_t>(--used_)] = -1;
-}
-
-void KvCache::clear() {
-  std::fill(cell_pos_.begin(), cell_pos_.end(), -1);
-  used_ = 0;
-}
-
 }  // namespace strata::engine

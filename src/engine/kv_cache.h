@@ -10,6 +10,7 @@
 
 #include "core/context.h"
 #include "core/status.h"
+#include "engine/kv_cells.h"
 #include "engine/kv_home.h"
 #include "memory/buffer.h"
 #include "model/arch/graph.h"
@@ -54,8 +55,8 @@ struct KvPaging {
   size_t layer_bytes() const { return (row_k + row_v) * static_cast<size_t>(cells); }
 };
 
-/// One sequence's cache. Cells [0, used) hold positions 0..used-1 in order; a micro-batch
-/// appends after them.
+/// The KV cache: per layer K and V tensors of one row per cell, and which cells hold which
+/// sequences' tokens (KvCells).
 class KvCache {
  public:
   /// Where each layer's K and V live.
@@ -68,42 +69,34 @@ class KvCache {
   /// Cells are allocated, and attention reads them, in multiples of this many. The extra
   /// cells are zero and masked; they exist so every attention row has a length whose
   /// summation order is llama.cpp's (it pads its KV view the same way; see dot_float.cpp).
-  static constexpr int64_t kCellPad = 32;
+  static constexpr int64_t kCellPad = KvCells::kPage;
 
   /// What the graph reads and writes: per layer its K and V (with paging, its slot's).
   const model::KvCacheTensors& tensors() const { return tensors_; }
   /// The slots and home of a paged cache; null when every layer is resident.
   KvPaging* paging() { return paging_.get(); }
   const KvPaging* paging() const { return paging_.get(); }
-  /// The context size: how many cells append may fill.
-  int64_t size() const { return capacity_; }
-  int64_t used() const { return used_; }
-  /// Cells attention reads: used() rounded up to kCellPad.
-  int64_t view_cells() const {
-    return std::min(static_cast<int64_t>(cell_pos_.size()),
-                    (used_ + kCellPad - 1) / kCellPad * kCellPad);
-  }
+  /// The context size: how many tokens the cells may hold.
+  int64_t size() const { return cells_.capacity(); }
+  int64_t used() const { return cells_.used(); }
+  /// Cells attention reads: up to the last page in use (a multiple of kCellPad).
+  int64_t view_cells() const { return cells_.view_cells(); }
   /// Position held by a cell, or -1 when empty.
-  int32_t cell_pos(int64_t cell) const { return cell_pos_[static_cast<size_t>(cell)]; }
+  int32_t cell_pos(int64_t cell) const { return cells_.pos(cell); }
+  /// Which cell holds which sequence's token.
+  KvCells& cells() { return cells_; }
+  const KvCells& cells() const { return cells_; }
   /// Bytes of device (or host) memory the cache holds: with paging, the resident slots.
   size_t bytes() const;
-
-  /// Claims the next `n` cells for positions `first_pos`, first_pos + 1, ... and returns the
-  /// first cell; kOutOfRange when the cache is full (nothing changes then).
-  Result<int64_t> append(int64_t n, int32_t first_pos);
-  /// Gives back the last `n` claimed cells (a failed run must not leave stale cells).
-  void rollback(int64_t n);
   /// Empties every cell.
-  void clear();
+  void clear() { cells_.clear(); }
 
  private:
   core::Context ctx_;
   model::KvCacheTensors tensors_;
   std::vector<std::unique_ptr<memory::Buffer>> buffers_;
   std::unique_ptr<KvPaging> paging_;
-  std::vector<int32_t> cell_pos_;  ///< every allocated cell, padding included
-  int64_t capacity_ = 0;
-  int64_t used_ = 0;
+  KvCells cells_{0};
 };
 
 }  // namespace strata::engine

@@ -97,38 +97,71 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
   return s;
 }
 
+void Batch::add(int32_t token, int32_t position, int32_t sequence, bool keep_logits) {
+  tokens.push_back(token);
+  pos.push_back(position);
+  seq.push_back(sequence);
+  logits.push_back(keep_logits ? 1 : 0);
+}
+
+void Batch::clear() {
+  tokens.clear();
+  pos.clear();
+  seq.clear();
+  logits.clear();
+}
+
 Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) return invalid("decode: no tokens");
-  if (n > params_.n_batch) {
-    return invalid("decode: " + std::to_string(n) + " tokens exceed the batch size " +
-                   std::to_string(params_.n_batch));
-  }
   if (n_past() + n > n_ctx()) {
     return error(ErrorCode::kOutOfRange, "context overflow: " + std::to_string(n_past()) +
                                              " cached + " + std::to_string(n) +
                                              " new tokens exceed the context size of " +
                                              std::to_string(n_ctx()) + " (raise -c)");
   }
+  Batch b;
+  const auto first = static_cast<int32_t>(n_past());
+  for (int64_t i = 0; i < n; ++i) {
+    b.add(tokens[static_cast<size_t>(i)], first + static_cast<int32_t>(i), 0,
+          all_logits || i == n - 1);
+  }
+  return decode(b);
+}
+
+Status Session::decode(const Batch& batch) {
+  const auto n = static_cast<int64_t>(batch.size());
+  if (n == 0) return invalid("decode: no tokens");
+  if (batch.pos.size() != batch.tokens.size() || batch.seq.size() != batch.tokens.size() ||
+      batch.logits.size() != batch.tokens.size()) {
+    return invalid("decode: a batch needs a position, a sequence and a logits flag per token");
+  }
+  if (n > params_.n_batch) {
+    return invalid("decode: " + std::to_string(n) + " tokens exceed the batch size " +
+                   std::to_string(params_.n_batch));
+  }
   const int32_t n_vocab = model_->tokenizer().n_vocab();
-  for (int32_t t : tokens) {
+  for (int32_t t : batch.tokens) {
     if (t < 0 || t >= n_vocab)
       return invalid("decode: token id " + std::to_string(t) + " is out of range");
   }
-  const int64_t start = n_past();
   const auto n_vocab_sz = static_cast<size_t>(n_vocab);
+  const auto n_out = static_cast<size_t>(
+      std::count_if(batch.logits.begin(), batch.logits.end(), [](uint8_t f) { return f != 0; }));
   // Sized up front: queued reads of the logits write into it while later micro-batches run.
-  std::vector<float> out(static_cast<size_t>(all_logits ? n : 1) * n_vocab_sz);
+  std::vector<float> out(n_out * n_vocab_sz);
+  std::vector<int32_t> claimed_cells, claimed_seqs;  // undone if the call fails
   // A deque: queued transfers read from each entry, so entries must never move.
   std::deque<InFlight> in_flight;
   Status st;
+  size_t row = 0;
   for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
     const int64_t len = std::min(params_.n_ubatch, n - i);
-    const bool last = i + len == n;
-    float* dst = all_logits ? out.data() + static_cast<size_t>(i) * n_vocab_sz
-                            : (last ? out.data() : nullptr);
-    st = run_ubatch(tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(len)), all_logits,
-                    dst, in_flight.emplace_back());
+    InFlight& f = in_flight.emplace_back();
+    st = run_ubatch(batch, i, len, out.data() + row * n_vocab_sz, f);
+    claimed_cells.insert(claimed_cells.end(), f.slots.begin(), f.slots.end());
+    claimed_seqs.insert(claimed_seqs.end(), f.seqs.begin(), f.seqs.end());
+    row += f.kept;
     // Without pipelining each micro-batch completes before the next is queued.
     if (st.ok() && !params_.pipeline) {
       st = sched_->synchronize();
@@ -145,45 +178,58 @@ Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
   }
   if (!st.ok()) {
     if (fences_) fences_->abandon();
-    cache_->rollback(n_past() - start);
+    cache_->cells().release(claimed_cells, claimed_seqs);
     return st;
   }
   logits_ = std::move(out);
   return {};
 }
 
-Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, float* logits_out,
+Status Session::run_ubatch(const Batch& batch, int64_t first, int64_t T, float* logits_out,
                            InFlight& f) {
   const auto& hp = model_->hparams();
-  const auto T = static_cast<int64_t>(tokens.size());
-  const auto first_pos = static_cast<int32_t>(n_past());
-  auto first_cell = cache_->append(T, first_pos);
-  if (!first_cell.ok()) return first_cell.status();
+  const auto at = [first](const std::vector<int32_t>& v) {
+    return std::span<const int32_t>(v).subspan(static_cast<size_t>(first));
+  };
+  f.tokens.assign(at(batch.tokens).begin(), at(batch.tokens).begin() + T);
+  f.pos.assign(at(batch.pos).begin(), at(batch.pos).begin() + T);
+  f.seqs.assign(at(batch.seq).begin(), at(batch.seq).begin() + T);
+  auto cells = cache_->cells().claim(f.seqs, f.pos);
+  if (!cells.ok()) return cells.status();
+  f.slots = std::move(cells).value();
+  // The rows whose logits are kept; a micro-batch that keeps none still computes its last row
+  // (a graph needs an output) and drops it.
+  for (int64_t t = 0; t < T; ++t) {
+    if (batch.logits[static_cast<size_t>(first + t)] != 0) {
+      f.out_ids.push_back(static_cast<int32_t>(t));
+    }
+  }
+  f.kept = f.out_ids.size();
+  if (f.out_ids.empty()) {
+    f.out_ids.push_back(static_cast<int32_t>(T - 1));
+    logits_out = nullptr;
+  }
+  const auto n_outputs = static_cast<int64_t>(f.out_ids.size());
 
-  model::BatchShape shape{T, cache_->view_cells(), all_logits ? T : 1};
+  model::BatchShape shape{T, cache_->view_cells(), n_outputs};
   f.ctx = std::make_unique<core::Context>();
   auto g = model_->build_graph(*f.ctx, cache_->tensors(), shape, {params_.flash_attn});
   if (!f.ctx->ok()) return f.ctx->status().with_context("building the graph");
   f.graph = std::make_unique<core::Graph>(std::move(g.graph));
   STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));
 
-  f.tokens.assign(tokens.begin(), tokens.end());
-  f.pos.resize(static_cast<size_t>(T));
-  f.slots.resize(static_cast<size_t>(T));
-  for (int64_t i = 0; i < T; ++i) {
-    f.pos[static_cast<size_t>(i)] = first_pos + static_cast<int32_t>(i);
-    f.slots[static_cast<size_t>(i)] = static_cast<int32_t>(*first_cell + i);
-  }
-  // Causal mask: token t sees every cell holding a position up to its own; in a sliding
-  // window, only the hp.n_swa latest of them (its own included), as llama.cpp's standard
-  // window does.
+  // Causal mask: token t sees the cells of its own sequence holding a position up to its own;
+  // in a sliding window, only the hp.n_swa latest of them (its own included), as llama.cpp's
+  // standard window does.
+  const KvCells& kv = cache_->cells();
   f.mask.resize(static_cast<size_t>(shape.n_kv * T));
   if (g.kq_mask_swa != nullptr) f.mask_swa.resize(f.mask.size());
   for (int64_t t = 0; t < T; ++t) {
     const int32_t tp = f.pos[static_cast<size_t>(t)];
+    const int32_t ts = f.seqs[static_cast<size_t>(t)];
     for (int64_t c = 0; c < shape.n_kv; ++c) {
-      const int32_t cp = cache_->cell_pos(c);
-      const bool visible = cp >= 0 && cp <= tp;
+      const int32_t cp = kv.pos(c);
+      const bool visible = cp >= 0 && cp <= tp && kv.has(c, ts);
       const auto i = static_cast<size_t>(t * shape.n_kv + c);
       f.mask[i] = visible ? 0.0f : -INFINITY;
       if (g.kq_mask_swa != nullptr) {
@@ -191,7 +237,6 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
       }
     }
   }
-  f.out_id = static_cast<int32_t>(T - 1);
   // Queued writes read these vectors later: they live in `f` until the run is synchronized.
   auto set = [this](core::Tensor* t, const void* data, size_t bytes) {
     return sched_->backend_of(*t).set_async(*t, data, 0, bytes);
@@ -203,12 +248,17 @@ Status Session::run_ubatch(std::span<const int32_t> tokens, bool all_logits, flo
   if (g.kq_mask_swa != nullptr) {
     STRATA_RETURN_IF_ERROR(set(g.kq_mask_swa, f.mask_swa.data(), f.mask_swa.size() * 4));
   }
-  if (g.out_ids != nullptr) STRATA_RETURN_IF_ERROR(set(g.out_ids, &f.out_id, sizeof f.out_id));
+  if (g.out_ids != nullptr) {
+    STRATA_RETURN_IF_ERROR(set(g.out_ids, f.out_ids.data(), f.out_ids.size() * 4));
+  }
   if (pager_) {
     const std::vector<paged::WaitPoint> waits = pager_->next_waits();
     const uint64_t base = fences_->arm(waits);
+    // The cells written lie in [lo, hi]: the pager writes that range back (clean cells in it
+    // hold what the home holds already).
+    const auto [lo, hi] = std::minmax_element(f.slots.begin(), f.slots.end());
     // Posted before the graph is queued: a synchronous backend blocks in its first wait.
-    pager_->post({base, *first_cell, T, shape.n_kv});
+    pager_->post({base, *lo, *hi - *lo + 1, shape.n_kv});
   } else if (fences_) {
     fences_->arm();
   }

@@ -38,6 +38,17 @@ struct SessionParams {
   KvPagingConfig kv_paging;
 };
 
+/// Tokens of any sequences evaluated together (continuous batching): each with its sequence
+/// id (0..KvCells::kMaxSeqs-1), its position in that sequence, and whether its logits are kept.
+struct Batch {
+  std::vector<int32_t> tokens, pos, seq;
+  std::vector<uint8_t> logits;  ///< nonzero: keep this token's logits
+
+  void add(int32_t token, int32_t position, int32_t sequence, bool keep_logits);
+  void clear();
+  size_t size() const { return tokens.size(); }
+};
+
 /// Where a layout puts each layer's weights, for model::Model::load.
 model::WeightPlacement weight_placement(const Layout& layout, backend::Device& host);
 
@@ -57,16 +68,24 @@ class Session {
   /// of every token when `all_logits`, else only of the last. On error (context overflow,
   /// out of memory) the session is left as it was before the call.
   Status decode(std::span<const int32_t> tokens, bool all_logits = false);
+  /// Evaluates a batch mixing sequences, micro-batch by micro-batch; each token sees its own
+  /// sequence's cached tokens up to its position. The kept rows of logits() follow the
+  /// batch's order. A sequence's results do not depend on what else is in the batch or the
+  /// cache (see KvCells). On error the cache is left as it was before the call.
+  Status decode(const Batch& batch);
 
   /// Logits of the i-th kept row of the last decode(); i = -1 is the last row.
   std::span<const float> logits(int64_t i = -1) const;
   int64_t n_outputs() const;
-  /// Tokens held in the cache.
-  int64_t n_past() const { return cache_->used(); }
+  /// Tokens sequence 0 holds (the next position decode(tokens) uses).
+  int64_t n_past() const { return cache_->cells().seq_pos_max(0) + 1; }
   int64_t n_ctx() const { return cache_->size(); }
   int64_t n_batch() const { return params_.n_batch; }
   /// Forgets every token (the cache is emptied).
   void reset() { cache_->clear(); }
+  /// The cache's cells by sequence: remove, keep or share a sequence's positions
+  /// (seq_rm, seq_keep, seq_cp), its largest position, free cells.
+  KvCells& kv_cells() { return cache_->cells(); }
   const model::Model& model() const { return *model_; }
   const KvCache& cache() const { return *cache_; }
   size_t compute_buffer_bytes() const { return sched_->compute_buffer_bytes(); }
@@ -86,12 +105,14 @@ class Session {
   struct InFlight {
     std::unique_ptr<core::Context> ctx;
     std::unique_ptr<core::Graph> graph;
-    std::vector<int32_t> tokens, pos, slots;
+    std::vector<int32_t> tokens, pos, seqs, slots;
     std::vector<float> mask;
     std::vector<float> mask_swa;  ///< sliding-window layers' mask, when the model has them
-    int32_t out_id = 0;
+    std::vector<int32_t> out_ids;
+    size_t kept = 0;  ///< rows of logits kept (out_ids may hold one dropped row)
   };
-  Status run_ubatch(std::span<const int32_t> tokens, bool all_logits, float* logits_out,
+  // Runs tokens [first, first + n) of `batch`, writing the kept rows' logits to logits_out.
+  Status run_ubatch(const Batch& batch, int64_t first, int64_t n, float* logits_out,
                     InFlight& in_flight);
 
   const model::Model* model_ = nullptr;

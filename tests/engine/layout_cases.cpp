@@ -53,6 +53,7 @@ Opened open_with_layout(const std::string& path, const LayoutCase& c, const Open
                                     .n_ubatch = o.ubatch,
                                     .n_threads = 2,
                                     .pipeline = o.pipeline,
+                                    .flash_attn = o.flash_attn,
                                     .paged = o.paged,
                                     .kv_paging = o.kv_paging});
   EXPECT_TRUE(s.ok()) << s.status().message();

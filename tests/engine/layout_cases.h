@@ -37,6 +37,7 @@ struct OpenOptions {
   int64_t ubatch = 512;
   bool pipeline = true;
   bool paged = false;
+  bool flash_attn = false;
   int64_t n_ctx = 256;
   engine::KvPagingConfig kv_paging;
 };

@@ -32,8 +32,11 @@ namespace {
 using core::Tensor;
 using core::Type;
 
-constexpr int kMaxRows = 8;     ///< query rows per work item
-constexpr int64_t kBlock = 64;  ///< cells per online-softmax step
+constexpr int kMaxRows = 8;  ///< query rows per work item
+/// Cells per online-softmax step. The engine's KV cache hands out cells in pages of 32 (one
+/// sequence's consecutive positions each); steps of the same size, anchored at cell 0, keep a
+/// sequence's steps the same whatever other sequences' pages lie between its own.
+constexpr int64_t kBlock = 32;
 
 // How the (token, head) rows are grouped into items, and each thread's scratch layout.
 struct Plan {
