@@ -1,0 +1,169 @@
+#include "engine/batch_loop.h"
+
+#include <algorithm>
+#include <string>
+
+namespace strata::engine {
+
+Result<std::unique_ptr<BatchLoop>> BatchLoop::create(Session& session, const BatchLoopParams& p) {
+  if (p.n_slots < 1 || p.n_slots > KvCells::kMaxSeqs) {
+    return error(ErrorCode::kInvalidArgument,
+                 "parallel slots must be in [1, " + std::to_string(KvCells::kMaxSeqs) + "]");
+  }
+  if (session.n_ctx() / p.n_slots < KvCells::kPage) {
+    return error(ErrorCode::kInvalidArgument, "context of " + std::to_string(session.n_ctx()) +
+                                                  " is too small for " + std::to_string(p.n_slots) +
+                                                  " slots");
+  }
+  return std::unique_ptr<BatchLoop>(new BatchLoop(session, p));
+}
+
+BatchLoop::BatchLoop(Session& s, const BatchLoopParams& p) : session_(s), params_(p) {
+  if (params_.step_tokens <= 0) params_.step_tokens = s.n_batch();
+  params_.step_tokens = std::min(params_.step_tokens, s.n_batch());
+  // Whole pages per slot: a slot's sequence fills pages of its own, so slots of this size
+  // always find room together.
+  slot_ctx_ = s.n_ctx() / p.n_slots / KvCells::kPage * KvCells::kPage;
+  slots_.resize(static_cast<size_t>(p.n_slots));
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<int32_t>(i);
+  s.kv_cells().seq_rm(-1);
+}
+
+Status BatchLoop::submit(Request request) {
+  if (request.prompt.empty()) return error(ErrorCode::kInvalidArgument, "empty prompt");
+  if (static_cast<int64_t>(request.prompt.size()) >= slot_ctx_) {
+    return error(ErrorCode::kOutOfRange, "prompt of " + std::to_string(request.prompt.size()) +
+                                             " tokens does not fit a slot's context of " +
+                                             std::to_string(slot_ctx_));
+  }
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(request));
+  return {};
+}
+
+bool BatchLoop::idle() const {
+  return queued() == 0 && busy_slots() == 0;
+}
+
+size_t BatchLoop::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+int BatchLoop::busy_slots() const {
+  return static_cast<int>(
+      std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; }));
+}
+
+void BatchLoop::assign(Slot& slot, Request req) {
+  // Keep the longest prefix the slot already holds; at least the last prompt token is
+  // evaluated again, for its logits.
+  size_t keep = 0;
+  while (keep < slot.cached.size() && keep + 1 < req.prompt.size() &&
+         slot.cached[keep] == req.prompt[keep]) {
+    ++keep;
+  }
+  session_.kv_cells().seq_rm(slot.seq, static_cast<int32_t>(keep));
+  slot.cached.resize(keep);
+  slot.n_prompt_done = keep;
+  slot.next = -1;
+  slot.generated = 0;
+  slot.sampler = std::make_unique<Sampler>(req.sampling);
+  for (int32_t t : req.prompt) slot.sampler->accept(t);
+  slot.req = std::move(req);
+  slot.busy = true;
+}
+
+void BatchLoop::finish(Slot& slot, FinishReason reason, const Status& st) {
+  slot.busy = false;
+  // A cancelled or failed request's tokens are not worth keeping as a prefix.
+  if (reason == FinishReason::kCancelled || reason == FinishReason::kError) {
+    session_.kv_cells().seq_rm(slot.seq);
+    slot.cached.clear();
+  }
+  if (slot.req.on_done) slot.req.on_done(reason, st);
+  slot.req = Request{};
+}
+
+Status BatchLoop::step() {
+  // Waiting requests take free slots, the slot holding the longest prefix of the prompt first.
+  {
+    std::lock_guard lock(mu_);
+    while (!queue_.empty()) {
+      Slot* best = nullptr;
+      size_t best_len = 0;
+      for (Slot& s : slots_) {
+        if (s.busy) continue;
+        size_t n = 0;
+        const auto& p = queue_.front().prompt;
+        while (n < s.cached.size() && n < p.size() && s.cached[n] == p[n]) ++n;
+        if (best == nullptr || n > best_len) {
+          best = &s;
+          best_len = n;
+        }
+      }
+      if (best == nullptr) break;
+      assign(*best, std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+  // Generating slots first (one token each), then prompt chunks while the step has room.
+  Batch b;
+  std::vector<Slot*> row_slot;  // the slot of each kept row of logits
+  for (Slot& s : slots_) {
+    if (!s.busy || s.next < 0) continue;
+    b.add(s.next, static_cast<int32_t>(s.cached.size()), s.seq, true);
+    s.cached.push_back(s.next);
+    row_slot.push_back(&s);
+  }
+  for (Slot& s : slots_) {
+    if (!s.busy || s.next >= 0) continue;
+    const auto room = params_.step_tokens - static_cast<int64_t>(b.size());
+    if (room <= 0) break;
+    const size_t left = s.req.prompt.size() - s.n_prompt_done;
+    const size_t n = std::min(left, static_cast<size_t>(room));
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = s.n_prompt_done + i;
+      const bool last = at + 1 == s.req.prompt.size();
+      b.add(s.req.prompt[at], static_cast<int32_t>(at), s.seq, last);
+      s.cached.push_back(s.req.prompt[at]);
+      if (last) row_slot.push_back(&s);
+    }
+    s.n_prompt_done += n;
+  }
+  if (b.size() == 0) return {};
+  if (Status st = session_.decode(b); !st.ok()) {
+    for (Slot& s : slots_) {
+      if (!s.busy) continue;
+      finish(s, FinishReason::kError, st);
+    }
+    return st;
+  }
+  const model::Tokenizer& tok = session_.model().tokenizer();
+  for (size_t r = 0; r < row_slot.size(); ++r) {
+    Slot& s = *row_slot[r];
+    const int32_t t = s.sampler->sample(session_.logits(static_cast<int64_t>(r)));
+    if (tok.is_eog(t)) {
+      s.next = -1;
+      finish(s, FinishReason::kStop);
+      continue;
+    }
+    s.sampler->accept(t);
+    ++s.generated;
+    if (s.req.on_token && !s.req.on_token(t)) {
+      s.next = -1;
+      finish(s, FinishReason::kCancelled);
+      continue;
+    }
+    // The token is evaluated next step unless the request or the slot's context is done.
+    if (s.generated >= s.req.max_tokens || static_cast<int64_t>(s.cached.size()) + 1 > slot_ctx_) {
+      s.next = -1;
+      finish(s, FinishReason::kLength);
+      continue;
+    }
+    s.next = t;
+  }
+  return {};
+}
+
+}  // namespace strata::engine
