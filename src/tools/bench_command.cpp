@@ -32,6 +32,7 @@ struct BenchOptions {
   int64_t reps = 5;
   int64_t ubatch = 512;
   int64_t ctx = 0;
+  int64_t parallel = 1;
   AttentionOptions attention;
   bool json = false;
   bool help = false;
@@ -48,6 +49,8 @@ void add_flags(FlagSet& f, BenchOptions& o) {
   f.add_int({"-r", "--repetitions"}, &o.reps, "timed runs of each test (5)");
   f.add_int({"-ub", "--ubatch-size"}, &o.ubatch, "tokens per graph run (512)");
   f.add_int({"-c", "--ctx-size"}, &o.ctx, "context size (0: what the tests need)");
+  f.add_int({"-np", "--parallel"}, &o.parallel,
+            "sequences the tg test generates at once, one batch a step (1)");
   add_attention_flags(f, o.attention);
   f.add_bool({"--json"}, &o.json, "print one JSON object instead of a table");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
@@ -56,6 +59,14 @@ void add_flags(FlagSet& f, BenchOptions& o) {
 
 Status invalid(const std::string& message) {
   return error(ErrorCode::kInvalidArgument, message);
+}
+
+// Every sequence in pages of its own (engine::KvCells): each needs its tokens rounded up.
+int64_t context_needed(const BenchOptions& o) {
+  const int64_t one = o.depth + std::max(o.n_prompt, o.n_gen);
+  if (o.parallel <= 1) return one;
+  const int64_t page = engine::KvCells::kPage;
+  return o.parallel * ((one + page - 1) / page * page);
 }
 
 Status validate(const BenchOptions& o) {
@@ -67,8 +78,9 @@ Status validate(const BenchOptions& o) {
   STRATA_RETURN_IF_ERROR(check_range("-r", o.reps, 1, 10000));
   STRATA_RETURN_IF_ERROR(check_range("-ub", o.ubatch, 1, int64_t{1} << 20));
   STRATA_RETURN_IF_ERROR(check_range("-c", o.ctx, 0, int64_t{1} << 24));
+  STRATA_RETURN_IF_ERROR(check_range("-np", o.parallel, 1, engine::KvCells::kMaxSeqs));
   if (o.n_prompt == 0 && o.n_gen == 0) return invalid("nothing to measure: -p and -n are both 0");
-  const int64_t needed = o.depth + std::max(o.n_prompt, o.n_gen);
+  const int64_t needed = context_needed(o);
   if (o.ctx != 0 && o.ctx < needed) {
     return invalid("-c " + std::to_string(o.ctx) + " is too small: the tests need " +
                    std::to_string(needed) + " tokens of context");
@@ -117,6 +129,7 @@ struct TestResult {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
   int64_t depth = 0;
+  int64_t parallel = 1;         ///< tg: sequences generated at once (t/s counts them all)
   std::vector<double> seconds;  ///< one per timed repetition
   double avg_ts = 0.0;
   double stddev_ts = 0.0;
@@ -146,7 +159,7 @@ engine::KvPagingStats kv_since(const engine::Session& s, const engine::KvPagingS
 
 // Mean and sample standard deviation of tokens per second over the repetitions, as llama-bench.
 void summarize(TestResult& r) {
-  const int64_t n = r.n_prompt + r.n_gen;
+  const int64_t n = r.n_prompt + r.n_gen * r.parallel;
   std::vector<double> ts;
   for (double s : r.seconds) ts.push_back(static_cast<double>(n) / s);
   double sum = 0.0;
@@ -208,19 +221,50 @@ Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, i
   return Timed{seconds_since(t0), kv_since(s, kv0)};
 }
 
+// n tokens for each of `parallel` sequences, one batch of `parallel` tokens a step, each
+// sequence first filled to `depth`.
+Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int64_t n,
+                                       int64_t depth, int64_t parallel) {
+  s.reset();
+  engine::Batch b;
+  if (depth > 0) {
+    for (int64_t q = 0; q < parallel; ++q) {
+      for (int64_t i = 0; i < depth; ++i) {
+        b.add(i == 0 ? src.first() : src.next(), static_cast<int32_t>(i), static_cast<int32_t>(q),
+              i + 1 == depth);
+      }
+    }
+    STRATA_RETURN_IF_ERROR(s.decode(b));
+  }
+  const engine::KvPagingStats kv0 = s.kv_paging_stats();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    b.clear();
+    for (int64_t q = 0; q < parallel; ++q) {
+      b.add(i == 0 && depth == 0 ? src.first() : src.next(), static_cast<int32_t>(depth + i),
+            static_cast<int32_t>(q), true);
+    }
+    STRATA_RETURN_IF_ERROR(s.decode(b));
+  }
+  return Timed{seconds_since(t0), kv_since(s, kv0)};
+}
+
 // One warm-up run (the whole prompt for pp, one token for tg, as llama-bench), then the timed
 // repetitions, each from an empty cache filled to `depth`.
 Result<TestResult> run_test(engine::Session& s, TokenSource& src, int64_t n_prompt, int64_t n_gen,
-                            int64_t depth, int64_t reps) {
+                            int64_t depth, int64_t reps, int64_t parallel = 1) {
   TestResult r;
   r.n_prompt = n_prompt;
   r.n_gen = n_gen;
   r.depth = depth;
+  r.parallel = parallel;
   r.name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (parallel > 1) r.name += " x" + std::to_string(parallel);
   if (depth > 0) r.name += " @ d" + std::to_string(depth);
   const auto once = [&](bool warm_up) {
-    return n_prompt > 0 ? time_prompt(s, src, n_prompt, depth)
-                        : time_generation(s, src, warm_up ? 1 : n_gen, depth);
+    if (n_prompt > 0) return time_prompt(s, src, n_prompt, depth);
+    if (parallel > 1) return time_parallel_generation(s, src, warm_up ? 1 : n_gen, depth, parallel);
+    return time_generation(s, src, warm_up ? 1 : n_gen, depth);
   };
   STRATA_RETURN_IF_ERROR(once(true));
   for (int64_t i = 0; i < reps; ++i) {
@@ -419,13 +463,16 @@ void print_json(const Report& r) {
     const TestResult& t = r.tests[i];
     const bool pp = t.n_prompt > 0;
     std::vector<double> samples_ts;
-    for (double s : t.seconds) samples_ts.push_back(static_cast<double>(t.n_prompt + t.n_gen) / s);
+    for (double s : t.seconds) {
+      samples_ts.push_back(static_cast<double>(t.n_prompt + t.n_gen * t.parallel) / s);
+    }
     std::vector<double> samples_ns;
     for (double s : t.seconds) samples_ns.push_back(s * 1e9);
     tests +=
         std::string(i ? ", " : "") + "{\"test\": " + json_string(t.name) +
         ", \"n_prompt\": " + std::to_string(t.n_prompt) +
         ", \"n_gen\": " + std::to_string(t.n_gen) + ", \"n_depth\": " + std::to_string(t.depth) +
+        ", \"n_parallel\": " + std::to_string(t.parallel) +
         ", \"paged\": " + (r.paged ? "true" : "false") + ", \"avg_ts\": " + json_number(t.avg_ts) +
         ", \"stddev_ts\": " + json_number(t.stddev_ts) +
         ", \"samples_ts\": " + json_array(samples_ts) +
@@ -460,8 +507,8 @@ int bench_command(const std::vector<std::string>& args) {
   engine::SessionParams sp;
   if (Status st = apply_attention_flags(o.attention, sp); !st.ok())
     return report_error("bench", st);
-  sp.n_ctx = o.ctx > 0 ? o.ctx : o.depth + std::max(o.n_prompt, o.n_gen);
-  sp.n_batch = std::max<int64_t>({o.n_prompt, o.depth, 1});
+  sp.n_ctx = o.ctx > 0 ? o.ctx : context_needed(o);
+  sp.n_batch = std::max<int64_t>({o.n_prompt, o.depth * o.parallel, o.parallel, 1});
   sp.n_ubatch = o.ubatch;
   sp.n_threads = o.threads > 0 ? static_cast<int>(o.threads) : devices::available_cores();
   auto loaded = load_with_layout(o.model, o.layout, sp);
@@ -503,11 +550,12 @@ int bench_command(const std::vector<std::string>& args) {
     r.tests.push_back(*t);
   }
   if (o.n_gen > 0) {
-    auto t = run_test(*session, src, 0, o.n_gen, o.depth, o.reps);
+    auto t = run_test(*session, src, 0, o.n_gen, o.depth, o.reps, o.parallel);
     if (!t.ok()) return report_error("bench", t.status());
-    // Token i attends to depth + i + 1 cells: depth + (n + 1) / 2 on average over the run.
+    // Token i attends to depth + i + 1 cells: depth + (n + 1) / 2 on average over the run. With
+    // parallel sequences one step reads the weights once for all of them.
     t->bytes_per_token =
-        static_cast<double>(r.model.weight_bytes_per_token) +
+        static_cast<double>(r.model.weight_bytes_per_token) / static_cast<double>(o.parallel) +
         kv_bytes_per_cell * (static_cast<double>(o.depth) + static_cast<double>(o.n_gen + 1) / 2.0);
     t->share = t->bytes_per_token * t->avg_ts / r.bandwidth.bytes_per_second;
     r.tests.push_back(*t);
