@@ -102,6 +102,18 @@ TEST(BenchCli, JsonSaysWhetherTheRunWasPaged) {
   EXPECT_EQ(rows, 3u) << paged.out;
 }
 
+TEST(BenchCli, ParallelSequencesCountEveryGeneratedToken) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 0 -n 8 -np 3 -d 40 -r 1 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("\"test\": \"tg8 x3 @ d40\""));
+  EXPECT_EQ(json_value(o.out, "n_parallel"), 3.0) << o.out;
+  EXPECT_GT(json_value(o.out, "avg_ts"), 0.0) << o.out;
+  const Outcome bad = run("bench -m " + kStories + " -np 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_EQ(lines(bad.out), 1u) << bad.out;
+}
+
 TEST(BenchCli, KvPagingFiguresArePerPromptAndPerToken) {
   if (!have_stories()) GTEST_SKIP();
   const Outcome o =
