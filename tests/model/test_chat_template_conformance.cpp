@@ -32,13 +32,16 @@ std::string read_all(const std::string& path) {
 const char* const kTools = R"([{"type": "function", "function": {"name": "get_weather",
   "description": "Get the current weather in a city.", "parameters": {"type": "object",
   "properties": {"location": {"type": "string", "description": "City name"}, "unit":
-  {"type": "string", "enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}},
+  {"type": "string", "description": "Unit", "enum": ["celsius", "fahrenheit"]}, "days":
+  {"type": "integer", "description": "Days ahead"}},
   "required": ["location"]}}}])";
 
 // The variables of each conversation, as HF passes them (tools None unless given).
 std::vector<std::pair<std::string, std::string>> conversations() {
+  // firefunction-v2 reads the tool list from `functions`, as a JSON string, and `datetime`.
   const std::string common =
-      R"("bos_token": "<s>", "eos_token": "</s>", "date_string": "26 Jul 2024")";
+      R"("bos_token": "<s>", "eos_token": "</s>", "date_string": "26 Jul 2024",
+         "functions": "[{\"name\": \"get_weather\"}]", "datetime": "2024-07-26")";
   return {
       {"system_user",
        R"({"messages": [{"role": "system", "content": "You are a helpful assistant."},

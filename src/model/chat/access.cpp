@@ -45,6 +45,9 @@ bool normalize_index(int64_t& i, size_t size) {
 
 Result<Value> get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) return undefined_error(obj);
+  if (obj.is_iterator()) {
+    return error(ErrorCode::kInvalidArgument, "'generator' object is not subscriptable");
+  }
   if (obj.is_dict() || obj.kind() == Value::Kind::kNamespace) {
     if (key.is_string()) {
       if (const Value* v = obj.find(key.as_string())) return *v;
@@ -77,7 +80,7 @@ Result<Value> slice(const Value& obj, const Value& start, const Value& stop, con
   }
   std::vector<Value> items;
   std::vector<std::string> chars;
-  if (obj.is_list()) {
+  if (obj.is_list() && !obj.is_iterator()) {
     items = obj.list();
   } else if (obj.is_string()) {
     chars = utf8_chars(obj.as_string());

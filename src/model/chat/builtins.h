@@ -40,6 +40,9 @@ Result<ValueList> iterate(const Value& value);
 /// division and modulo, str and list concatenation and repetition.
 Result<Value> binary_op(const std::string& op, const Value& a, const Value& b);
 
+/// MarkupSafe's escape(): &, <, >, " and ' as HTML entities.
+std::string escape_html(const std::string& s);
+
 /// The error jinja2 raises when an undefined value is used for more than printing or testing.
 Status undefined_error(const Value& value);
 

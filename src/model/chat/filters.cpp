@@ -37,7 +37,8 @@ Result<Value> attr_path(const Value& item, const std::string& path) {
 
 // select/reject/selectattr/rejectattr: `args` after the attribute are (test name, test args).
 Result<Value> select(const Value& seq, const CallArgs& args, bool by_attr, bool keep) {
-  Result<ValueList> items = iterate(seq);
+  // jinja2 walks the input only when it is true, so None selects nothing.
+  Result<ValueList> items = seq.truthy() ? iterate(seq) : Result<ValueList>(ValueList{});
   if (!items.ok()) return items.status();
   size_t next = 0;
   std::string attribute;
@@ -72,11 +73,11 @@ Result<Value> select(const Value& seq, const CallArgs& args, bool by_attr, bool 
     }
     if (pass == keep) out.push_back(item);
   }
-  return Value(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 Result<Value> map(const Value& seq, const CallArgs& args) {
-  Result<ValueList> items = iterate(seq);
+  Result<ValueList> items = seq.truthy() ? iterate(seq) : Result<ValueList>(ValueList{});
   if (!items.ok()) return items.status();
   const Value attribute = args.get(99, "attribute");
   ValueList out;
@@ -87,7 +88,7 @@ Result<Value> map(const Value& seq, const CallArgs& args) {
       if (!a.ok()) return a;
       out.push_back(a->is_undefined() && !fallback.is_undefined() ? fallback : *a);
     }
-    return Value(std::move(out));
+    return Value::iterator(std::move(out));
   }
   if (args.args.empty() || !args.args[0].is_string()) {
     return error(ErrorCode::kInvalidArgument, "map needs a filter name or attribute=");
@@ -100,7 +101,7 @@ Result<Value> map(const Value& seq, const CallArgs& args) {
     if (!r.ok()) return r;
     out.push_back(std::move(*r));
   }
-  return Value(std::move(out));
+  return Value::iterator(std::move(out));
 }
 
 Value indent(const std::string& s, const CallArgs& args) {
@@ -185,14 +186,17 @@ Result<Value> length(const Value& v) {
     case Value::Kind::kString:
       return Value(static_cast<int64_t>(utf8_chars(v.as_string()).size()));
     case Value::Kind::kList:
+      if (v.is_iterator()) break;
       return Value(static_cast<int64_t>(v.list().size()));
     case Value::Kind::kDict:
       return Value(static_cast<int64_t>(v.dict().size()));
     default:
-      return error(ErrorCode::kInvalidArgument,
-                   "object of type '" + v.type_name() + "' has no len()");
+      break;
   }
+  return error(ErrorCode::kInvalidArgument, "object of type '" + v.type_name() + "' has no len()");
 }
+
+}  // namespace
 
 std::string escape_html(const std::string& s) {
   std::string out;
@@ -220,10 +224,8 @@ std::string escape_html(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
 Result<Value> apply_filter(const std::string& name, const Value& v, const CallArgs& args) {
-  if (name == "safe") return v;
+  if (name == "safe") return v.is_markup() ? v : Value::markup(v.str());
   if (name == "string") return Value(v.str());
   if (name == "length" || name == "count") return length(v);
   if (name == "tojson") return tojson(v, args);
@@ -241,7 +243,9 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const CallAr
   if (name == "lower") return Value(pystr::lower(v.str()));
   if (name == "capitalize") return Value(pystr::capitalize(v.str()));
   if (name == "title") return Value(pystr::title(v.str()));
-  if (name == "escape" || name == "e") return Value(escape_html(v.str()));
+  if (name == "escape" || name == "e") {
+    return v.is_markup() ? v : Value::markup(escape_html(v.str()));
+  }
   if (name == "indent") return indent(v.str(), args);
   if (name == "replace") {
     const Value from = args.get(0, "old"), to = args.get(1, "new");
@@ -287,14 +291,14 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const CallAr
     Result<ValueList> items = iterate(v);
     if (!items.ok()) return items.status();
     std::reverse(items->begin(), items->end());
-    return Value(std::move(*items));
+    return Value::iterator(std::move(*items));
   }
   if (name == "items") {
-    if (v.is_undefined()) return Value(ValueList{});
+    if (v.is_undefined()) return Value::iterator({});
     if (!v.is_dict()) return bad_input(name, v);
     ValueList out;
     for (const auto& [k, val] : v.dict()) out.emplace_back(ValueList{Value(k), val}, true);
-    return Value(std::move(out));
+    return Value::iterator(std::move(out));
   }
   if (name == "select" || name == "reject") return select(v, args, false, name == "select");
   if (name == "selectattr" || name == "rejectattr") {
@@ -314,7 +318,7 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const CallAr
       seen.push_back(key);
       out.push_back(item);
     }
-    return Value(std::move(out));
+    return Value::iterator(std::move(out));
   }
   if (name == "int") {
     if (v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool) return Value(v.as_int());

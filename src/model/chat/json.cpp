@@ -105,6 +105,7 @@ Status dump(const Value& v, int indent, bool sort_keys, int level, std::string& 
       json_string(v.as_string(), out);
       return Status::ok_status();
     case Value::Kind::kList: {
+      if (v.is_iterator()) break;
       if (v.list().empty()) {
         out += "[]";
         return Status::ok_status();

@@ -54,8 +54,14 @@ Result<Value> repeat(const Value& seq, int64_t n) {
 
 Result<Value> arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "+") {
+    if (a.is_markup() || b.is_markup()) {
+      if (a.is_string() && b.is_string()) {
+        return Value::markup((a.is_markup() ? a.as_string() : escape_html(a.as_string())) +
+                             (b.is_markup() ? b.as_string() : escape_html(b.as_string())));
+      }
+    }
     if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-    if (a.is_list() && b.is_list()) {
+    if (a.is_list() && b.is_list() && !a.is_iterator() && !b.is_iterator()) {
       ValueList out = a.list();
       out.insert(out.end(), b.list().begin(), b.list().end());
       return Value(std::move(out), a.is_tuple());

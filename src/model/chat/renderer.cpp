@@ -137,6 +137,11 @@ class Renderer {
       case Node::Kind::kOutput: {
         Result<Value> v = eval(*n.expr, frame);
         if (!v.ok()) return v.status();
+        if (v->is_iterator()) {
+          // jinja2 writes "<generator object ... at 0x...>", an address no renderer can match.
+          return at_line(error(ErrorCode::kUnsupported, "unsupported output of a generator"),
+                         n.line);
+        }
         out += v->str();
         return Status::ok_status();
       }

@@ -9,11 +9,23 @@ namespace strata::model::jinja {
 
 Value::Value(ValueList items, bool tuple)
     : kind_(Kind::kList),
-      tuple_(tuple),
+      seq_(tuple ? Seq::kTuple : Seq::kList),
       list_(std::make_shared<const ValueList>(std::move(items))) {}
 
 Value::Value(ValueDict items)
     : kind_(Kind::kDict), dict_(std::make_shared<ValueDict>(std::move(items))) {}
+
+Value Value::iterator(ValueList items) {
+  Value v(std::move(items));
+  v.seq_ = Seq::kIterator;
+  return v;
+}
+
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
+  return v;
+}
 
 Value Value::make_namespace(ValueDict items) {
   Value v(Kind::kNamespace);
@@ -48,7 +60,7 @@ bool Value::truthy() const {
     case Kind::kString:
       return !str_.empty();
     case Kind::kList:
-      return !list_->empty();
+      return is_iterator() || !list_->empty();
     case Kind::kDict:
       return !dict_->empty();
     case Kind::kNamespace:
@@ -141,13 +153,15 @@ std::string Value::repr() const {
     case Kind::kString:
       return string_repr(str_);
     case Kind::kList: {
-      std::string out = tuple_ ? "(" : "[";
+      if (is_iterator()) return "<generator object>";
+      const bool tuple = is_tuple();
+      std::string out = tuple ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
         out += (*list_)[i].repr();
       }
-      if (tuple_ && list_->size() == 1) out += ",";
-      return out + (tuple_ ? ")" : "]");
+      if (tuple && list_->size() == 1) out += ",";
+      return out + (tuple ? ")" : "]");
     }
     case Kind::kDict: {
       std::string out = "{";
@@ -187,6 +201,7 @@ bool Value::equals(const Value& other) const {
     case Kind::kString:
       return str_ == other.str_;
     case Kind::kList:
+      if (is_iterator() || other.is_iterator()) return list_ == other.list_;
       if (list_->size() != other.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i) {
         if (!(*list_)[i].equals((*other.list_)[i])) return false;
@@ -222,7 +237,7 @@ std::string Value::type_name() const {
     case Kind::kString:
       return "str";
     case Kind::kList:
-      return tuple_ ? "tuple" : "list";
+      return is_iterator() ? "generator" : is_tuple() ? "tuple" : "list";
     case Kind::kDict:
       return "dict";
     case Kind::kNamespace:

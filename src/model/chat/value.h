@@ -54,17 +54,25 @@ class Value {
   Value(const char* s) : kind_(Kind::kString), str_(s) {}             // NOLINT
   Value(ValueList items, bool tuple = false);                         // NOLINT
   Value(ValueDict items);                                             // NOLINT
+  /// What jinja2's map, select, unique and friends return: a Python generator, which is
+  /// always true, can be iterated but has no len(), no items by index and no JSON form.
+  static Value iterator(ValueList items);
   static Value make_namespace(ValueDict items);
+  /// A string marked safe (MarkupSafe's Markup), as `|safe` and `|escape` return: adding a
+  /// plain string to it HTML-escapes that string first.
+  static Value markup(std::string s);
   static Value function(Callable fn);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat; }
-  bool is_tuple() const { return kind_ == Kind::kList && tuple_; }
+  bool is_tuple() const { return kind_ == Kind::kList && seq_ == Seq::kTuple; }
+  bool is_iterator() const { return kind_ == Kind::kList && seq_ == Seq::kIterator; }
 
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }
@@ -95,7 +103,9 @@ class Value {
   explicit Value(Kind kind) : kind_(kind) {}
 
   Kind kind_ = Kind::kUndefined;
-  bool tuple_ = false;
+  enum class Seq { kList, kTuple, kIterator };
+  Seq seq_ = Seq::kList;
+  bool markup_ = false;
   int64_t int_ = 0;
   double float_ = 0;
   std::string str_;
