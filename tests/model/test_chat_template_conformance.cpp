@@ -80,7 +80,8 @@ std::vector<std::pair<std::string, std::string>> conversations() {
            std::string(kTools) + ", " + common + "}"},
       {"tools_offered",
        R"({"messages": [{"role": "user", "content": "What can you do?"}],
-          "add_generation_prompt": true, "tools": )" + std::string(kTools) + ", " + common + "}"},
+          "add_generation_prompt": true, "tools": )" +
+           std::string(kTools) + ", " + common + "}"},
       {"tools_string_arguments",
        R"({"messages": [{"role": "user", "content": "Weather in Paris?"},
           {"role": "assistant", "content": null, "tool_calls": [{"id": "call12345", "type": "function",

@@ -1,5 +1,6 @@
 #include "model/chat/parser.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -85,13 +86,13 @@ class Parser {
   // Statements ---------------------------------------------------------------------------
 
   // Parses until a `{% tag %}` whose name is in `ends` (left unconsumed after the name).
-  Status parse_body(const std::set<std::string>& ends, Body& body, std::string& end) {
+  Status parse_body(const std::vector<std::string>& ends, Body& body, std::string& end) {
     for (;;) {
       const Token& tok = cur();
       switch (tok.type) {
         case TokenType::kEof:
           if (ends.empty()) return Status::ok_status();
-          return fail("missing '{% " + *ends.begin() + " %}'");
+          return fail("missing '{% " + ends.back() + " %}'");
         case TokenType::kText: {
           auto n = std::make_unique<Node>();
           n->kind = Node::Kind::kText;
@@ -119,7 +120,7 @@ class Parser {
           ++i_;
           if (cur().type != TokenType::kName) return fail("expected a tag name");
           const std::string name = cur().text;
-          if (ends.count(name)) {
+          if (std::find(ends.begin(), ends.end(), name) != ends.end()) {
             ++i_;
             end = name;
             return Status::ok_status();

@@ -1,0 +1,202 @@
+// The Jinja language pieces one at a time, against renders python3-jinja2 produced in HF's
+// environment (trim_blocks, lstrip_blocks, loopcontrols, json.dumps tojson); and the errors.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/chat/chat_template.h"
+
+namespace strata::model {
+namespace {
+
+const char* const kVars = R"({"items": [1, 2, 3], "d": {"a": 1, "b": "two"}, "a": false,
+  "b": true, "users": [{"name": "ann", "admin": true}, {"name": "bob", "admin": false}]})";
+
+Result<std::string> render(const std::string& source, const std::string& vars = kVars) {
+  Result<ChatTemplate> t = ChatTemplate::parse(source);
+  if (!t.ok()) return t.status();
+  return t->render_json(vars);
+}
+
+// Template, and what jinja2 3.1 rendered for it with kVars.
+const std::vector<std::pair<std::string, std::string>> kCases = {
+    {"{% for x in items %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ "
+     "loop.length }}{{ loop.revindex }} {% endfor %}",
+     "10TrueFalse33 21FalseFalse32 32FalseTrue31 "},
+    {"{% for x in [] %}a{% else %}empty{% endfor %}", "empty"},
+    {"{% for x in items if x > 1 %}{{ x }}:{{ loop.length }},{% endfor %}", "2:2,3:2,"},
+    {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", "a=1;b=two;"},
+    {"{% for k, v in d|items %}{{ k }}={{ v }};{% endfor %}", "a=1;b=two;"},
+    {"{% for x in items %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 3 %}{% break %}{% "
+     "endif %}{{ x }}{% endfor %}",
+     "1"},
+    {"{% if a %}A{% elif b %}B{% else %}C{% endif %}", "B"},
+    {"{% set ns = namespace(n=0) %}{% for x in items %}{% set ns.n = ns.n + x %}{% endfor %}{{ "
+     "ns.n }}",
+     "6"},
+    {"{% set x = 1 %}{% for i in items %}{% set x = i %}{% endfor %}{{ x }}", "1"},
+    {"{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Bob') }} "
+     "{{ greet('Al', punct='?') }}",
+     "Hi Bob! Hi Al?"},
+    {"{% set s %}  block {{ 1 + 1 }}  {% endset %}[{{ s }}]", "[  block 2  ]"},
+    {"{% filter upper %}shout {{ 'me' }}{% endfilter %}", "SHOUT ME"},
+    {"  {%- if true -%}  x  {%- endif -%}  y", "xy"},
+    {"line1\n    {% if true %}\n    inner\n    {% endif %}\nline2\n", "line1\n    inner\nline2"},
+    {"{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7 / 2 }} {{ 1 + 2 * 3 "
+     "}} {{ (1 + 2) * 3 }} {{ 10 - 2 - 3 }}",
+     "3 -4 1 2 1024 3.5 7 9 5"},
+    {"{{ 'a' ~ 1 ~ none }} {{ 'ab' * 3 }} {{ [1, 2] + [3] }} {{ 'x' in 'xyz' }} {{ 3 not in items "
+     "}} {{ not true }}",
+     "a1None ababab [1, 2, 3] True False False"},
+    {"{{ 'yes' if a else 'no' }} {{ 'yes' if b else 'no' }} [{{ 'only' if b }}]", "no yes [only]"},
+    {"{{ items[0] }} {{ items[-1] }} {{ items[1:] }} {{ items[::-1] }} {{ 'hello'[1:3] }} {{ "
+     "'hello'[::-1] }} {{ items[:-1] }}",
+     "1 3 [2, 3] [3, 2, 1] el olleh [1, 2]"},
+    {"{{ d.a }} {{ d['b'] }} [{{ d.missing }}] {{ d.missing is defined }} {{ undefined_var is "
+     "defined }} {{ none is none }}",
+     "1 two [] False False True"},
+    {"{{ 'x' is string }} {{ d is mapping }} {{ items is iterable }} {{ 1 is number }} {{ 1.5 is "
+     "float }} {{ 2 is even }} {{ 3 is odd }} {{ 3 is divisibleby 3 }}",
+     "True True True True True True True True"},
+    {"{{ '  pad  '|trim }}|{{ 'Hello'|upper }}|{{ 'Hello'|lower }}|{{ 'hello world'|capitalize "
+     "}}|{{ 'hello world'|title }}|{{ items|length }}|{{ 'héllo'|length }}",
+     "pad|HELLO|hello|Hello world|Hello World|3|5"},
+    {"{{ items|join(', ') }}|{{ items|first }}|{{ items|last }}|{{ undefined_var|default('dflt') "
+     "}}|{{ ''|default('e', true) }}|{{ 'abc'|list }}|{{ 42|string }}",
+     "1, 2, 3|1|3|dflt|e|['a', 'b', 'c']|42"},
+    {"{{ 'a-b-c'|replace('-', '+') }}|{{ users|selectattr('admin')|map(attribute='name')|join(',') "
+     "}}|{{ users|rejectattr('admin')|map(attribute='name')|list }}|{{ items|select('odd')|list "
+     "}}|{{ [3,1,2]|sort }}|{{ ['a','A','b']|unique|list }}",
+     "a+b+c|ann|['bob']|[1, 3]|[1, 2, 3]|['a', 'b']"},
+    {"{{ d|tojson }}|{{ d|tojson(indent=2) }}|{{ '<&>\\'\"é'|tojson }}|{{ [1.0, 2.5, none, "
+     "true]|tojson }}|{{ {}|tojson }}",
+     "{\"a\": 1, \"b\": \"two\"}|{\n  \"a\": 1,\n  \"b\": \"two\"\n}|\"<&>'\\\"é\"|[1.0, 2.5, "
+     "null, true]|{}"},
+    {"{{ '  x  '.strip() }}|{{ 'xxaxx'.lstrip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b "
+     "'.split() }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith(('x', 'c')) }}|{{ 'ab'.upper() "
+     "}}|{{ 'a b'.title() }}|{{ 'aaa'.replace('a', 'b', 2) }}",
+     "x|axx|['a', 'b', '', 'c']|['a', 'b']|True|True|AB|A B|bba"},
+    {"{{ d.get('a') }}|{{ d.get('zz', 'def') }}|{{ d.get('zz') }}|{{ d.keys()|list }}|{{ "
+     "d.values()|list }}",
+     "1|def|None|['a', 'b']|[1, 'two']"},
+    {"{{ [1, 'two', none, true, 1.5] }}|{{ {'k': 'v', 'n': [1]} }}|{{ (1, 'a') }}|{{ 1e20 }}|{{ "
+     "0.1 + 0.2 }}|{{ 1e-7 }}",
+     "[1, 'two', None, True, 1.5]|{'k': 'v', 'n': [1]}|(1, 'a')|1e+20|0.30000000000000004|1e-07"},
+    {"{{ 'multi\\nline\\ntext'|indent(2) }}|{{ 'a\\nb'|indent(4, first=true) }}",
+     "multi\n  line\n  text|    a\n    b"},
+    {"{% for i in range(3) %}{{ i }}{% endfor %}{{ range(1, 7, 2)|list }}", "012[1, 3, 5]"},
+    {"{{ 'x'|safe + '<b>' }}|{{ '<i>'|e }}", "x&lt;b&gt;|&lt;i&gt;"},
+    {"{# a comment #}\n  {# indented comment #}\nafter", "after"},
+    {"{% for m in users %}{{ loop.previtem.name if loop.previtem is defined else '-' }}>{{ m.name "
+     "}}>{{ loop.nextitem.name if loop.nextitem is defined else '-' }} {% endfor %}",
+     "->ann>bob ann>bob>- "},
+};
+
+TEST(ChatTemplateLanguage, MatchesJinja2) {
+  for (const auto& [source, expected] : kCases) {
+    SCOPED_TRACE(source);
+    Result<std::string> out = render(source);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, expected);
+  }
+}
+
+// A failed render or parse: one line, starting "chat template: ", naming what failed.
+void expect_error(const std::string& source, ErrorCode code, const std::string& needle) {
+  SCOPED_TRACE(source);
+  Result<std::string> out = render(source);
+  ASSERT_FALSE(out.ok()) << "rendered: " << *out;
+  EXPECT_EQ(out.status().code(), code);
+  EXPECT_EQ(out.status().message().rfind("chat template: ", 0), 0u) << out.status().message();
+  EXPECT_NE(out.status().message().find(needle), std::string::npos) << out.status().message();
+  EXPECT_EQ(out.status().message().find('\n'), std::string::npos) << out.status().message();
+}
+
+TEST(ChatTemplateErrors, SyntaxErrorsNameTheLine) {
+  expect_error("a\n{% if x %}\nb", ErrorCode::kInvalidArgument, "line 3: missing '{% endif %}'");
+  expect_error("{{ 1 + }}", ErrorCode::kInvalidArgument, "syntax error at line 1");
+  expect_error("x\n\n{{ 'open", ErrorCode::kInvalidArgument, "line 3: unterminated string");
+  expect_error("{% for x in %}{% endfor %}", ErrorCode::kInvalidArgument, "line 1");
+  expect_error("{{ x ", ErrorCode::kInvalidArgument, "unterminated");
+  expect_error("{% frobnicate %}", ErrorCode::kInvalidArgument, "unknown tag 'frobnicate'");
+  expect_error("{{ a ? b }}", ErrorCode::kInvalidArgument, "unexpected character '?'");
+}
+
+TEST(ChatTemplateErrors, UnsupportedConstructsAreNamed) {
+  expect_error("{{ 'x'|wordwrap(3) }}", ErrorCode::kUnsupported,
+               "unsupported filter 'wordwrap' at line 1");
+  expect_error("\n{% include 'other.jinja' %}", ErrorCode::kUnsupported,
+               "unsupported tag 'include' at line 2");
+  expect_error("{{ 1 is prime }}", ErrorCode::kUnsupported, "unsupported test 'prime'");
+  expect_error("{{ 'a'.zfill(3) }}", ErrorCode::kUnsupported, "unsupported method 'zfill'");
+  expect_error("{{ cycler(1, 2) }}", ErrorCode::kUnsupported, "unsupported function 'cycler'");
+  expect_error("{{ '%s' % 1 }}", ErrorCode::kUnsupported, "unsupported operator '%'");
+  expect_error("{{ items|map('upper') }}", ErrorCode::kUnsupported, "generator");
+}
+
+TEST(ChatTemplateErrors, RuntimeErrorsAsJinja2RaisesThem) {
+  expect_error("{{ raise_exception('System role not supported') }}", ErrorCode::kInvalidArgument,
+               "System role not supported");
+  expect_error("{{ nothing.field }}", ErrorCode::kInvalidArgument, "'nothing' is undefined");
+  expect_error("{{ nothing + 1 }}", ErrorCode::kInvalidArgument, "'nothing' is undefined");
+  expect_error("{{ nothing|tojson }}", ErrorCode::kInvalidArgument, "not JSON serializable");
+  expect_error("{{ 1 + 'a' }}", ErrorCode::kInvalidArgument, "unsupported operand");
+  expect_error("{{ 1 // 0 }}", ErrorCode::kInvalidArgument, "division by zero");
+  expect_error("{% for x in 5 %}{% endfor %}", ErrorCode::kInvalidArgument, "not iterable");
+  expect_error("{% set n = 1 %}{% set n.x = 2 %}", ErrorCode::kInvalidArgument, "non-namespace");
+  expect_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}", ErrorCode::kOutOfRange,
+               "recursed too deeply");
+  expect_error("{% break %}", ErrorCode::kInvalidArgument, "outside a loop");
+}
+
+TEST(ChatTemplate, RendersMessagesWithOptions) {
+  Result<ChatTemplate> t = ChatTemplate::parse(
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}"
+      "{% if m.name is defined %}@{{ m.name }}{% endif %}]{% endfor %}"
+      "{% if tools is not none %}{{ tools|length }} tools{% endif %}"
+      "{% if add_generation_prompt %}>{% endif %}{{ eos_token }}{{ extra }}");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ChatRenderOptions opts;
+  opts.bos_token = "<s>";
+  opts.eos_token = "</s>";
+  Result<std::string> out =
+      t->render({{"system", "sys", ""}, {"user", "hi", R"({"name": "ann"})"}}, opts);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "<s>[system:sys][user:hi@ann]></s>");
+  opts.add_generation_prompt = false;
+  opts.tools_json = R"([{"type": "function"}])";
+  opts.extra_json = R"({"extra": "!"})";
+  out = t->render({{"user", "hi", ""}}, opts);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "<s>[user:hi]1 tools</s>!");
+  opts.tools_json = "{not json";
+  EXPECT_FALSE(t->render({{"user", "hi", ""}}, opts).ok());
+}
+
+TEST(ChatTemplate, DefaultIsChatML) {
+  ChatRenderOptions opts;
+  Result<std::string> out =
+      render_chat(kDefaultChatTemplate, {{"system", "Be brief.", ""}, {"user", "Hi", ""}}, opts);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, ParsedOnceRendersManyTimes) {
+  Result<ChatTemplate> t = ChatTemplate::parse(
+      "{% set ns = namespace(n=0) %}"
+      "{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+      "{% endfor %}{{ ns.n }}");
+  ASSERT_TRUE(t.ok());
+  for (int i = 0; i < 3; ++i) {
+    Result<std::string> out = t->render({{"user", "a", ""}, {"assistant", "b", ""}}, {});
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(*out, "2");
+  }
+}
+
+}  // namespace
+}  // namespace strata::model
