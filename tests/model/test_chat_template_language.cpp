@@ -115,13 +115,13 @@ void expect_error(const std::string& source, ErrorCode code, const std::string& 
 }
 
 TEST(ChatTemplateErrors, SyntaxErrorsNameTheLine) {
-  expect_error("a\n{% if x %}\nb", ErrorCode::kInvalidArgument, "line 3: missing '{% endif %}'");
-  expect_error("{{ 1 + }}", ErrorCode::kInvalidArgument, "syntax error at line 1");
-  expect_error("x\n\n{{ 'open", ErrorCode::kInvalidArgument, "line 3: unterminated string");
-  expect_error("{% for x in %}{% endfor %}", ErrorCode::kInvalidArgument, "line 1");
-  expect_error("{{ x ", ErrorCode::kInvalidArgument, "unterminated");
-  expect_error("{% frobnicate %}", ErrorCode::kInvalidArgument, "unknown tag 'frobnicate'");
-  expect_error("{{ a ? b }}", ErrorCode::kInvalidArgument, "unexpected character '?'");
+  expect_error("a\n{% if x %}\nb", ErrorCode::kMalformed, "line 3: missing '{% endif %}'");
+  expect_error("{{ 1 + }}", ErrorCode::kMalformed, "syntax error at line 1");
+  expect_error("x\n\n{{ 'open", ErrorCode::kMalformed, "line 3: unterminated string");
+  expect_error("{% for x in %}{% endfor %}", ErrorCode::kMalformed, "line 1");
+  expect_error("{{ x ", ErrorCode::kMalformed, "unterminated");
+  expect_error("{% frobnicate %}", ErrorCode::kMalformed, "unknown tag 'frobnicate'");
+  expect_error("{{ a ? b }}", ErrorCode::kMalformed, "unexpected character '?'");
 }
 
 TEST(ChatTemplateErrors, UnsupportedConstructsAreNamed) {

@@ -45,12 +45,14 @@ extern const char* const kDefaultChatTemplate;
 /// A parsed template: parse once, render per conversation. Immutable; thread-safe to render.
 class ChatTemplate {
  public:
-  /// Parses `source`. A syntax error is kInvalidArgument and a tag the renderer does not
-  /// implement kUnsupported, both one line naming the template line.
+  /// Parses `source`. A syntax error is kMalformed and a tag the renderer does not implement
+  /// kUnsupported, both one line naming the template line.
   static Result<ChatTemplate> parse(const std::string& source);
 
-  /// Renders `messages`. A failed render (raise_exception, an unsupported filter, a type
-  /// error) is an error whose message starts with "chat template: ".
+  /// Renders `messages`. A failed render is an error whose message starts with
+  /// "chat template: " and names the line: kUnsupported for a construct the renderer does not
+  /// implement (a filter, test, method or function), kInvalidArgument for what jinja2 would
+  /// raise on (raise_exception(msg) carries msg, undefined values used, type errors).
   Result<std::string> render(const std::vector<ChatMessage>& messages,
                              const ChatRenderOptions& opts) const;
 

@@ -11,7 +11,7 @@ bool is_space(char c) {
 }
 
 Status syntax_error(int line, const std::string& what) {
-  return error(ErrorCode::kInvalidArgument,
+  return error(ErrorCode::kMalformed,
                "chat template: syntax error at line " + std::to_string(line) + ": " + what);
 }
 

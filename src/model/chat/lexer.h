@@ -30,7 +30,7 @@ struct Token {
 };
 
 /// The tokens of `source`, ending with kEof. An unterminated tag or string, or a character no
-/// token starts with, is kInvalidArgument naming the line.
+/// token starts with, is kMalformed naming the line.
 Result<std::vector<Token>> tokenize(const std::string& source);
 
 }  // namespace strata::model::jinja

@@ -37,7 +37,7 @@ class Parser {
   }
 
   Status fail(const std::string& what) const {
-    return error(ErrorCode::kInvalidArgument,
+    return error(ErrorCode::kMalformed,
                  "chat template: syntax error at line " + std::to_string(cur().line) + ": " + what);
   }
   static std::string describe(const Token& t) {

@@ -13,8 +13,8 @@ namespace strata::model::jinja {
 /// template can spell it.
 inline constexpr const char* kFilterBodyName = "\x01body";
 
-/// The template's top-level statements. A syntax error, or a tag the renderer does not know
-/// (e.g. `include`), is kInvalidArgument / kUnsupported with the line.
+/// The template's top-level statements. A syntax error is kMalformed, a tag the renderer does
+/// not implement (e.g. `include`) kUnsupported, both with the line.
 Result<Body> parse(const std::vector<Token>& tokens);
 
 }  // namespace strata::model::jinja
