@@ -2,6 +2,9 @@
 // environment (trim_blocks, lstrip_blocks, loopcontrols, json.dumps tojson); and the errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -196,6 +199,38 @@ TEST(ChatTemplate, ParsedOnceRendersManyTimes) {
     ASSERT_TRUE(out.ok());
     EXPECT_EQ(*out, "2");
   }
+}
+
+TEST(ChatTemplateErrors, DeepNestingIsAnErrorNotACrash) {
+  const std::string parens = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  expect_error(parens, ErrorCode::kMalformed, "nested too deeply");
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += "+1";
+  expect_error(chain + " }}", ErrorCode::kMalformed, "nested too deeply");
+  std::string ifs;
+  for (int i = 0; i < 3000; ++i) ifs += "{% if true %}";
+  expect_error(ifs, ErrorCode::kMalformed, "nested too deeply");
+}
+
+// Every cut of every real template parses or fails cleanly, and renders or fails cleanly.
+TEST(ChatTemplateErrors, TruncatedTemplatesNeverCrash) {
+  const std::string dir = std::string(STRATA_SHARED_DIR) + "/chat-templates";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  const std::string vars = R"({"messages": [{"role": "system", "content": "s"},
+    {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}],
+    "add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>", "tools": null})";
+  int parsed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    for (size_t cut = 0; cut < text.size(); cut += 37) {
+      Result<ChatTemplate> t = ChatTemplate::parse(text.substr(0, cut));
+      if (!t.ok()) continue;
+      ++parsed;
+      (void)t->render_json(vars);
+    }
+  }
+  EXPECT_GT(parsed, 0);
 }
 
 }  // namespace

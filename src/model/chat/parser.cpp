@@ -7,6 +7,10 @@
 namespace strata::model::jinja {
 namespace {
 
+// Nesting (of brackets, operators, tags) deeper than any real template, shallow enough that
+// parsing and rendering stay far from the end of a thread's stack.
+constexpr int kMaxDepth = 200;
+
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
@@ -137,6 +141,8 @@ class Parser {
   }
 
   Result<NodePtr> parse_statement() {
+    const Nest nest(depth_);
+    if (nest.too_deep()) return fail("tags nested too deeply");
     const int line = cur().line;
     const std::string tag = t_[i_++].text;
     auto n = std::make_unique<Node>();
@@ -329,10 +335,14 @@ class Parser {
   }
 
   Result<ExprPtr> parse_expression(bool with_condexpr = true) {
+    const Nest nest(depth_);
+    if (nest.too_deep()) return fail("expression nested too deeply");
     Result<ExprPtr> expr = parse_or();
     if (!expr.ok() || !with_condexpr) return expr;
     ExprPtr node = std::move(*expr);
+    Chain chain(depth_);
     while (is_name("if")) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = cur().line;
       ++i_;
       Result<ExprPtr> cond = parse_or();
@@ -362,7 +372,9 @@ class Parser {
 
   Result<ExprPtr> parse_or() {
     Result<ExprPtr> left = parse_and();
+    Chain chain(depth_);
     while (left.ok() && is_name("or")) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = t_[i_++].line;
       Result<ExprPtr> right = parse_and();
       if (!right.ok()) return right.status();
@@ -373,7 +385,9 @@ class Parser {
 
   Result<ExprPtr> parse_and() {
     Result<ExprPtr> left = parse_not();
+    Chain chain(depth_);
     while (left.ok() && is_name("and")) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = t_[i_++].line;
       Result<ExprPtr> right = parse_not();
       if (!right.ok()) return right.status();
@@ -383,6 +397,8 @@ class Parser {
   }
 
   Result<ExprPtr> parse_not() {
+    const Nest nest(depth_);
+    if (nest.too_deep()) return fail("expression nested too deeply");
     if (is_name("not")) {
       const int line = t_[i_++].line;
       Result<ExprPtr> operand = parse_not();
@@ -401,7 +417,9 @@ class Parser {
     ExprPtr node = std::move(*left);
     // Chains (a < b < c) nest as (a < b) and (b < c) would need b twice; templates do not
     // chain, so each comparison takes the previous result as its left side, as written.
+    Chain chain(depth_);
     for (;;) {
+      if (chain.grow()) return fail("expression nested too deeply");
       std::string op;
       const int line = cur().line;
       if (cur().type == TokenType::kOp &&
@@ -426,7 +444,9 @@ class Parser {
 
   Result<ExprPtr> parse_math1() {
     Result<ExprPtr> left = parse_concat();
+    Chain chain(depth_);
     while (left.ok() && (is_op("+") || is_op("-"))) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const Token& op = t_[i_++];
       Result<ExprPtr> right = parse_concat();
       if (!right.ok()) return right.status();
@@ -437,7 +457,9 @@ class Parser {
 
   Result<ExprPtr> parse_concat() {
     Result<ExprPtr> left = parse_math2();
+    Chain chain(depth_);
     while (left.ok() && is_op("~")) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = t_[i_++].line;
       Result<ExprPtr> right = parse_math2();
       if (!right.ok()) return right.status();
@@ -448,7 +470,9 @@ class Parser {
 
   Result<ExprPtr> parse_math2() {
     Result<ExprPtr> left = parse_pow();
+    Chain chain(depth_);
     while (left.ok() && (is_op("*") || is_op("/") || is_op("//") || is_op("%"))) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const Token& op = t_[i_++];
       Result<ExprPtr> right = parse_pow();
       if (!right.ok()) return right.status();
@@ -459,7 +483,9 @@ class Parser {
 
   Result<ExprPtr> parse_pow() {
     Result<ExprPtr> left = parse_unary(true);
+    Chain chain(depth_);
     while (left.ok() && is_op("**")) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = t_[i_++].line;
       Result<ExprPtr> right = parse_unary(true);
       if (!right.ok()) return right.status();
@@ -469,6 +495,8 @@ class Parser {
   }
 
   Result<ExprPtr> parse_unary(bool with_filter) {
+    const Nest nest(depth_);
+    if (nest.too_deep()) return fail("expression nested too deeply");
     Result<ExprPtr> node = ExprPtr();
     if (is_op("-") || is_op("+")) {
       const Token& op = t_[i_++];
@@ -586,7 +614,9 @@ class Parser {
   }
 
   Result<ExprPtr> parse_postfix(ExprPtr node) {
+    Chain chain(depth_);
     for (;;) {
+      if (chain.grow()) return fail("expression nested too deeply");
       const int line = cur().line;
       if (accept_op(".")) {
         ExprPtr g = make(Expr::Kind::kGetAttr, line);
@@ -689,7 +719,9 @@ class Parser {
   }
 
   Result<ExprPtr> parse_filter_expr(ExprPtr node) {
+    Chain chain(depth_);
     for (;;) {
+      if (chain.grow()) return fail("expression nested too deeply");
       if (accept_op("|")) {
         Result<ExprPtr> f = parse_filter(std::move(node));
         if (!f.ok()) return f;
@@ -725,8 +757,37 @@ class Parser {
     }
   }
 
+  // Counts one level of nesting for as long as it lives.
+  class Nest {
+   public:
+    explicit Nest(int& depth) : depth_(depth) { ++depth_; }
+    ~Nest() { --depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    bool too_deep() const { return depth_ > kMaxDepth; }
+
+   private:
+    int& depth_;
+  };
+
+  // A left-deep chain (a + b + c, x|f|g, a.b.c) nests one level per link; the levels are
+  // given back when the chain ends.
+  class Chain {
+   public:
+    explicit Chain(int& depth) : depth_(depth), start_(depth) {}
+    ~Chain() { depth_ = start_; }
+    Chain(const Chain&) = delete;
+    Chain& operator=(const Chain&) = delete;
+    bool grow() { return ++depth_ > kMaxDepth; }
+
+   private:
+    int& depth_;
+    int start_;
+  };
+
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

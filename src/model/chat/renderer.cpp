@@ -10,8 +10,9 @@ namespace strata::model::jinja {
 namespace {
 
 constexpr const char* kPrefix = "chat template: ";
-// Deeper macro recursion than any chat template needs, well short of the native stack.
-constexpr int kMaxCallDepth = 200;
+// Deeper macro recursion than any chat template needs (they recurse along a JSON schema),
+// well short of the native stack.
+constexpr int kMaxCallDepth = 64;
 // jinja2's sandbox refuses ranges longer than this.
 constexpr int64_t kMaxRange = 100000;
 
