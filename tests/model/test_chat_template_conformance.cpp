@@ -3,9 +3,12 @@
 // output, or an error on both sides.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -102,31 +105,56 @@ std::vector<std::string> template_files() {
   return out;
 }
 
-// jinja2's renders of every template and conversation, keyed "file/conversation", from one
-// run of the reference script; nullopt when python3 or jinja2 is missing.
+// Runs the reference script on `jobs`; the JSON list it prints, or "" when python3 or jinja2
+// is missing.
+std::string run_reference(const std::string& jobs_path) {
+  const std::string cmd = "python3 '" + kScript + "' --batch '" + jobs_path + "' 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  return out;
+}
+
+// jinja2's renders of every template and conversation, keyed "file/conversation"; nullopt
+// when python3 or jinja2 is missing. ctest runs each template in a process of its own, so the
+// renders are kept in a file named by a hash of everything they depend on (jobs, templates,
+// script) and computed once.
 using References = std::map<std::string, nlohmann::ordered_json>;
 const std::optional<References>& references() {
   static const std::optional<References> refs = []() -> std::optional<References> {
     nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
     std::vector<std::string> keys;
+    std::string inputs = read_all(kScript);
     for (const std::string& file : template_files()) {
+      inputs += read_all(kTemplates + "/" + file);
       for (const auto& [name, vars] : conversations()) {
         jobs.push_back({kTemplates + "/" + file, nlohmann::ordered_json::parse(vars)});
         keys.push_back(file + "/" + name);
       }
     }
-    const std::string jobs_path = std::string(STRATA_TEST_TMPDIR) + "/chat_template_jobs.json";
-    std::ofstream(jobs_path, std::ios::binary) << jobs.dump();
-    const std::string cmd = "python3 '" + kScript + "' --batch '" + jobs_path + "' 2>/dev/null";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (pipe == nullptr) return std::nullopt;
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-    const int status = pclose(pipe);
-    fs::remove(jobs_path);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+    inputs += jobs.dump();
+    const std::string dir = std::string(STRATA_TEST_TMPDIR);
+    const std::string cache =
+        dir + "/chat_template_refs_" + std::to_string(std::hash<std::string>{}(inputs)) + ".json";
+    std::string out = read_all(cache);
+    if (out.empty()) {
+      const std::string unique = std::to_string(getpid());
+      const std::string jobs_path = dir + "/chat_template_jobs_" + unique + ".json";
+      std::ofstream(jobs_path, std::ios::binary) << jobs.dump();
+      out = run_reference(jobs_path);
+      fs::remove(jobs_path);
+      if (out.empty()) return std::nullopt;
+      // Written aside and renamed, so that a process running alongside reads all or nothing.
+      const std::string tmp = cache + "." + unique;
+      std::ofstream(tmp, std::ios::binary) << out;
+      std::error_code ec;
+      fs::rename(tmp, cache, ec);
+    }
     nlohmann::ordered_json results = nlohmann::ordered_json::parse(out, nullptr, false);
     if (!results.is_array() || results.size() != keys.size()) return std::nullopt;
     References by_key;

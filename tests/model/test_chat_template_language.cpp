@@ -233,5 +233,15 @@ TEST(ChatTemplateErrors, TruncatedTemplatesNeverCrash) {
   EXPECT_GT(parsed, 0);
 }
 
+TEST(ChatTemplate, HfGlobals) {
+  Result<std::string> year = render("{{ strftime_now('%Y') }}");
+  ASSERT_TRUE(year.ok()) << year.status().message();
+  EXPECT_EQ(year->size(), 4u);
+  Result<std::string> defined =
+      render("{{ raise_exception is defined }} {{ strftime_now is defined }} {{ foo is defined }}");
+  ASSERT_TRUE(defined.ok()) << defined.status().message();
+  EXPECT_EQ(*defined, "True True False");
+}
+
 }  // namespace
 }  // namespace strata::model
