@@ -106,6 +106,120 @@ TEST(ChatTemplateLanguage, MatchesJinja2) {
   }
 }
 
+// Edge cases of whitespace control, numbers, strings and filters, rendered by jinja2 3.1 with
+// kVars2.
+const char* const kVars2 = R"({"d": {"a": 1, "b": "two"}, "msgs": [{"role": "system",
+  "content": " sys "}, {"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
+  {"role": "user", "content": "u2"}]})";
+
+const std::vector<std::pair<std::string, std::string>> kEdgeCases = {
+    {"a  {%- if true %} b {% endif -%}  c", "a b c"},
+    {"{{- '  x  ' -}}  |  {{ 'y' }}\n", "  x  |  y"},
+    {"x\n  {%+ if true %}y{% endif %}\n", "x\n  y"},
+    {"  {#- c -#}  z", "z"},
+    {"\t\t{% if true %}\n\tT\n\t\t{% endif %}\n", "\tT\n"},
+    {"{% for a in [1,2] %}{% for b in [3,4] %}{{ loop.index }}{{ a }}{{ b }} {% endfor %}{{ "
+     "loop.index }}|{% endfor %}",
+     "113 214 1|123 224 2|"},
+    {"{% macro inner(x) %}<{{ x }}>{% endmacro %}{% macro outer(y, z=y ~ '!') %}{{ inner(y) }}{{ z "
+     "}}{% endmacro %}{{ outer('a') }}{{ outer('b', 'c') }}",
+     "<a>a!<b>c"},
+    {"{{ {'a': [], 'b': {}, 'c': [1, {'d': none}]}|tojson(indent=4) }}",
+     "{\n    \"a\": [],\n    \"b\": {},\n    \"c\": [\n        1,\n        {\n            \"d\": "
+     "null\n        }\n    ]\n}"},
+    {"{{ 'tab\\there' }}|{{ \"q'uote\" }}|{{ 'a' 'b' }}|{{ '\\u00e9\\x41' }}",
+     "tab\there|q'uote|ab|éA"},
+    {"{{ 1e16 }} {{ 123456789.0 }} {{ 0.0001 }} {{ 0.00001 }} {{ -0.0 }} {{ 1.5e300 * 10 }} {{ 2.0 "
+     "** 0.5 }} {{ 10 / 4 }} {{ 1 / 3 }}",
+     "1e+16 123456789.0 0.0001 1e-05 -0.0 1.5e+301 1.4142135623730951 2.5 0.3333333333333333"},
+    {"{{ 1 == 1.0 }} {{ true == 1 }} {{ [1, 2] == [1, 2] }} {{ {'a': 1} == {'a': 1} }} {{ 'a' != "
+     "'b' }}",
+     "True True True True True"},
+    {"{{ [1,2,3]|sum }} {{ [3,1,2]|min }} {{ [3,1,2]|max }} {{ ['b','A','c']|sort }} {{ "
+     "[3,1,2]|sort(reverse=true) }}",
+     "6 1 3 ['A', 'b', 'c'] [3, 2, 1]"},
+    {"{% set a, b = 1, 2 %}{{ a }}{{ b }}", "12"},
+    {"{{ none|string }} {{ none|lower }} {{ 'abc'|first }} {{ 'abc'|last }} {{ true|string }}",
+     "None none a c True"},
+    {"{{ msgs|selectattr('role', 'equalto', 'user')|list|length }} {{ "
+     "msgs|map(attribute='role')|join(',') }} {{ msgs|rejectattr('role', 'in', "
+     "['user'])|map(attribute='content')|list }}",
+     "2 system,user,assistant,user [' sys ', 'a1']"},
+    {"{{ 'X'.lower() in 'xyz' }} {{ none is not none }} {{ false is sameas false }} {{ 1 is sameas "
+     "1 }}",
+     "True False True True"},
+    {"{% for i in range(4) %}{{ loop.cycle('a', 'b') }}{{ loop.revindex0 }}{% endfor %}",
+     "a3b2a1b0"},
+    {"{{ {'b': 1, 'a': 2, 'b': 3} }} {{ d.items()|list }} {{ (1,) }} {{ () }} {{ -1|abs }} {{ 3 * "
+     "-2 }} {{ 2 ** 3 ** 2 }}",
+     "{'b': 3, 'a': 2} [('a', 1), ('b', 'two')] (1,) () 1 -6 64"},
+    {"{{ '  a b  '.split(' ') }} {{ 'a\\nb\\n'.splitlines() }} {{ 'abcabc'.count('b') }} {{ "
+     "'abc'.find('c') }} {{ '-'.join(['a', 'b']) }} {{ 'a b'.rstrip('b') }}",
+     "['', '', 'a', 'b', '', ''] ['a', 'b'] 2 2 a-b a "},
+    {"{{ 'Hello World'.replace('o', '0') }} {{ 'hello'.capitalize() }} {{ 'HELLO'.isupper() }} {{ "
+     "'abc'.isalpha() }} {{ '123'.isdigit() }}",
+     "Hell0 W0rld Hello True True True"},
+    {"{{ x|default('none-x') }} {{ none|default('d') }} {{ none|default('d', true) }} {{ "
+     "0|default(5, true) }}",
+     "none-x None d 5"},
+    {"{{ 'é'|upper }} {{ 'ÀB'|lower }} {{ 'héllo'[1] }} {{ 'héllo'[1:3] }} {{ 'héllo'|reverse }}",
+     "É àb é él olléh"},
+    {"{{ d|length }} {{ d|list }} {{ d|first }} {% for k in d %}{{ k }}{% endfor %} {{ 'b' in d }} "
+     "{{ 1 in d }}",
+     "2 ['a', 'b'] a ab True False"},
+    {"{{ [1, [2, 3]]|tojson }} {{ 'a\"b\\\\c\\u0001'|tojson }} {{ 3.0|tojson }} {{ 1e100|tojson }} "
+     "{{ -5|tojson }}",
+     "[1, [2, 3]] \"a\\\"b\\\\c\\u0001\" 3.0 1e+100 -5"},
+    {"{{ 'a' if none else 'b' }} {{ [] or 'empty' }} {{ 'x' and 'y' }} {{ 0 or none }} {{ not [] "
+     "}}",
+     "b empty y None True"},
+    {"{% set ns = namespace(items=[]) %}{% for i in [1, 2] %}{% set ns.items = ns.items + [i * 10] "
+     "%}{% endfor %}{{ ns.items }}",
+     "[10, 20]"},
+    {"{% if msgs[0]['role'] == 'system' %}{% set loop_messages = msgs[1:] %}{% else %}{% set "
+     "loop_messages = msgs %}{% endif %}{{ loop_messages|length }}",
+     "3"},
+    {"{{ '{\"a\": 1}' }} {{ \"{{ not a tag }}\" }} {{ '%}' }}", "{\"a\": 1} {{ not a tag }} %}"},
+    {"{% for m in msgs %}{% if loop.first %}F{% elif loop.last %}L{% else %}M{% endif %}{% endfor "
+     "%}",
+     "FMML"},
+    {"{{ 5 // 2 * 2 }} {{ 5 % 2 == 1 }} {{ 7 - 2 - 1 }} {{ 2 * 3 + 4 * 5 }} {{ (2 + 3) ~ 'x' }} {{ "
+     "(1 + 2) ~ (3 + 4) }}",
+     "4 True 4 26 5x 37"},
+    {"{{ [0.5, 1.25, 100.0, 1e-10]|join(' ') }} {{ 1.0|int }} {{ '42'|int + 1 }} {{ 'x'|int }} {{ "
+     "'3.5'|float }} {{ 2|float }}",
+     "0.5 1.25 100.0 1e-10 1 43 0 3.5 2.0"},
+    {"{{ msgs[0].content|trim|length }} {{ msgs|last }}", "3 {'role': 'user', 'content': 'u2'}"},
+    {"{{ 'abc' ~ none ~ true ~ 1.5 }}", "abcNoneTrue1.5"},
+    {"{% for x in [1, 2, 3] if x != 2 %}{{ loop.index }}{{ x }}{% else %}none{% endfor %}", "1123"},
+    {"{{ 'a,b'.split(',', 1) }} {{ 'a b c'.split(none, 1) }} {{ 'abc'.startswith(('x', 'a')) }}",
+     "['a', 'b'] ['a', 'b c'] True"},
+    {"{{ d.get('a', 5) }} {{ d['a'] is number }} {{ d.b is string }} {{ msgs is sequence }} {{ d "
+     "is iterable }} {{ 5 is iterable }}",
+     "1 True True True True False"},
+    {"{{ '<>'|safe }} {{ ('<' ~ 'b>')|e }} {{ '<x>'|safe|length }}", "<> &lt;b&gt; 3"},
+    {"{{ msgs|map(attribute='role')|unique|list }} {{ ['a','A']|unique(case_sensitive=true)|list "
+     "}}",
+     "['system', 'user', 'assistant'] ['a', 'A']"},
+    {"{{ 'abc'|replace('b', '') }} {{ 'aaa'|replace('a', 'b', 2) }} {{ 'a b'|title }} {{ '  "
+     "x\\n'|trim }} {{ 'xyx'|trim('x') }}",
+     "ac bba A B x y"},
+    {"{{ 'l1\\n\\nl3'|indent(2, blank=true) }}|{{ 'l1\\n\\nl3'|indent(2) }}|{{ ''|indent }}|{{ "
+     "'a\\n'|indent(first=true) }}",
+     "l1\n  \n  l3|l1\n\n  l3||    a\n"},
+    {"{% set big %}\n  line\n{% endset %}{{ big|trim }}", "line"},
+    {"{{ range(5)[1:3]|list }} {{ range(10, 0, -3)|list }}", "[1, 2] [10, 7, 4, 1]"},
+};
+
+TEST(ChatTemplateLanguage, EdgeCasesMatchJinja2) {
+  for (const auto& [source, expected] : kEdgeCases) {
+    SCOPED_TRACE(source);
+    Result<std::string> out = render(source, kVars2);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, expected);
+  }
+}
+
 // A failed render or parse: one line, starting "chat template: ", naming what failed.
 void expect_error(const std::string& source, ErrorCode code, const std::string& needle) {
   SCOPED_TRACE(source);
@@ -137,6 +251,7 @@ TEST(ChatTemplateErrors, UnsupportedConstructsAreNamed) {
   expect_error("{{ cycler(1, 2) }}", ErrorCode::kUnsupported, "unsupported function 'cycler'");
   expect_error("{{ '%s' % 1 }}", ErrorCode::kUnsupported, "unsupported operator '%'");
   expect_error("{{ items|map('upper') }}", ErrorCode::kUnsupported, "generator");
+  expect_error("{{ 10000000000000000000000 }}", ErrorCode::kUnsupported, "beyond 64 bits");
 }
 
 TEST(ChatTemplateErrors, RuntimeErrorsAsJinja2RaisesThem) {

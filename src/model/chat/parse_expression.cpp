@@ -231,7 +231,7 @@ Result<ExprPtr> Parser::parse_primary() {
       try {
         e->value = Value(static_cast<int64_t>(std::stoll(tok.text)));
       } catch (...) {
-        return fail("integer literal out of range");
+        return unsupported("integer literal beyond 64 bits");
       }
       return e;
     }

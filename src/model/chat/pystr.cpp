@@ -1,6 +1,10 @@
 #include "model/chat/pystr.h"
 
+#include <locale.h>
+#include <wctype.h>
+
 #include <cctype>
+#include <cstdint>
 
 namespace strata::model::jinja::pystr {
 namespace {
@@ -25,35 +29,107 @@ std::string strip(const std::string& s, const std::string& chars, bool left, boo
   return s.substr(b, e - b);
 }
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
+namespace {
+
+// Case mapping per code point from the C.UTF-8 locale's tables (glibc ships them), which
+// agree with Python's simple case mappings; ASCII only where the locale is missing.
+locale_t utf8_locale() {
+  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  return loc;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+uint32_t map_case(uint32_t cp, bool to_upper) {
+  if (cp < 0x80 || utf8_locale() == static_cast<locale_t>(nullptr)) {
+    if (cp >= 0x80) return cp;
+    return static_cast<uint32_t>(to_upper ? std::toupper(static_cast<int>(cp))
+                                          : std::tolower(static_cast<int>(cp)));
+  }
+  const wint_t w = static_cast<wint_t>(cp);
+  return static_cast<uint32_t>(to_upper ? towupper_l(w, utf8_locale())
+                                        : towlower_l(w, utf8_locale()));
+}
+
+bool is_cased(uint32_t cp) {
+  return map_case(cp, true) != cp || map_case(cp, false) != cp;
+}
+
+// Decodes one UTF-8 character at s[i]; invalid bytes decode as themselves (and stay so).
+uint32_t decode(const std::string& s, size_t& i, bool& valid) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  valid = len > 0 && i + len <= s.size();
+  for (size_t k = 1; valid && k < len; ++k) valid = (b(i + k) & 0xC0) == 0x80;
+  if (!valid) {
+    ++i;
+    return c;
+  }
+  uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (b(i + k) & 0x3F);
+  i += len;
+  return cp;
+}
+
+void encode(uint32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Rewrites each character with `f(code point, index among characters)`.
+template <typename F>
+std::string map_chars(const std::string& s, F f) {
+  std::string out;
+  out.reserve(s.size());
+  size_t n = 0;
+  for (size_t i = 0; i < s.size();) {
+    bool valid = true;
+    const size_t at = i;
+    const uint32_t cp = decode(s, i, valid);
+    if (!valid) {
+      out += s[at];
+    } else {
+      encode(f(cp, n), out);
+    }
+    ++n;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string upper(const std::string& s) {
+  return map_chars(s, [](uint32_t cp, size_t) { return map_case(cp, true); });
+}
+
+std::string lower(const std::string& s) {
+  return map_chars(s, [](uint32_t cp, size_t) { return map_case(cp, false); });
 }
 
 std::string capitalize(const std::string& s) {
-  std::string out = lower(s);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
+  return map_chars(s, [](uint32_t cp, size_t n) { return map_case(cp, n == 0); });
 }
 
 std::string title(const std::string& s) {
-  std::string out = s;
   bool prev_cased = false;
-  for (char& c : out) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalpha(u)) {
-      c = static_cast<char>(prev_cased ? std::tolower(u) : std::toupper(u));
-      prev_cased = true;
-    } else {
-      prev_cased = false;
-    }
-  }
-  return out;
+  return map_chars(s, [&](uint32_t cp, size_t) {
+    const bool cased = is_cased(cp);
+    const uint32_t out = cased ? map_case(cp, !prev_cased) : cp;
+    prev_cased = cased;
+    return out;
+  });
 }
 
 std::string replace(const std::string& s, const std::string& from, const std::string& to,

@@ -1,5 +1,5 @@
-// Python's str methods that templates call, on UTF-8 text. Case mapping covers ASCII only;
-// other characters pass through unchanged.
+// Python's str methods that templates call, on UTF-8 text. Case mapping is per character
+// (Python's simple mappings; ß stays ß where Python writes SS).
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@ namespace strata::model::jinja::pystr {
 
 /// str.strip/lstrip/rstrip: `chars` empty means whitespace.
 std::string strip(const std::string& s, const std::string& chars, bool left, bool right);
-std::string upper(std::string s);
-std::string lower(std::string s);
+std::string upper(const std::string& s);
+std::string lower(const std::string& s);
 /// str.capitalize: first character upper, the rest lower.
 std::string capitalize(const std::string& s);
 /// str.title: each run of letters starts upper and continues lower.
