@@ -8,6 +8,9 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "gguf/file.h"
+#include "gguf/value.h"
+#include "gguf/writer.h"
 
 namespace {
 
@@ -51,6 +54,39 @@ TEST(ChatCli, AnswersEveryLineUntilEof) {
   EXPECT_GE(count_lines(o.out), 3u) << o.out;
   // Greedy sampling: the same conversation gives the same replies.
   EXPECT_EQ(chat("Hello\\nHow are you?\\n\\nTell me a story\\n", args).out, o.out);
+}
+
+// stories260K with a `tokenizer.chat_template` of its own.
+std::string stories_with_template(const std::string& tmpl) {
+  auto file = strata::gguf::File::open(kStories);
+  EXPECT_TRUE(file.ok()) << file.status().message();
+  strata::gguf::Writer w;
+  for (const auto& kv : file->metadata()) EXPECT_TRUE(w.add_metadata(kv.key, kv.value).ok());
+  EXPECT_TRUE(w.add_metadata("tokenizer.chat_template", strata::gguf::make_string(tmpl)).ok());
+  for (const auto& t : file->tensors()) {
+    EXPECT_TRUE(w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne, t.ne + t.n_dims)).ok());
+  }
+  const std::string path = std::string(STRATA_TEST_TMPDIR) + "/stories_chat_template.gguf";
+  EXPECT_TRUE(w.begin(path).ok());
+  for (const auto& t : file->tensors()) {
+    EXPECT_TRUE(w.write_tensor_data(file->tensor_data(t), t.size).ok());
+  }
+  EXPECT_TRUE(w.finish().ok());
+  return path;
+}
+
+TEST(ChatCli, UsesTheModelsOwnTemplate) {
+  if (!have_stories()) GTEST_SKIP() << kStories << " not found";
+  // A template that refuses every conversation shows that it is the one in use.
+  const std::string model =
+      stories_with_template("{{ raise_exception('the model template ran') }}");
+  const Outcome o = chat("Hi\\n", "run -m " + model + " --chat", true);
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("the model template ran"));
+  // --chat-template takes precedence over it.
+  const Outcome over =
+      chat("Hi\\n", "run -m " + model + " --chat --chat-template " + kGemma + " -n 2 --temp 0");
+  EXPECT_EQ(over.exit_code, 0) << over.out;
 }
 
 TEST(ChatCli, EmptyInputEndsAtOnce) {
