@@ -51,6 +51,9 @@ std::vector<std::pair<std::string, std::string>> conversations() {
           {"role": "user", "content": "Hello!"}], "add_generation_prompt": true,
           "tools": null, )" +
            common + "}"},
+      {"no_tools_variable",
+       R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true,
+          "bos_token": "<s>", "eos_token": "</s>"})"},
       {"user_only",
        R"({"messages": [{"role": "user", "content": "What is 2+2?"}],
           "add_generation_prompt": false, "tools": null, )" +

@@ -273,7 +273,7 @@ TEST(ChatTemplate, RendersMessagesWithOptions) {
   Result<ChatTemplate> t = ChatTemplate::parse(
       "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}"
       "{% if m.name is defined %}@{{ m.name }}{% endif %}]{% endfor %}"
-      "{% if tools is not none %}{{ tools|length }} tools{% endif %}"
+      "{% if tools is defined %}{{ tools|length }} tools{% endif %}"
       "{% if add_generation_prompt %}>{% endif %}{{ eos_token }}{{ extra }}");
   ASSERT_TRUE(t.ok()) << t.status().message();
   ChatRenderOptions opts;

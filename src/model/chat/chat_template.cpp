@@ -58,14 +58,13 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
   jinja::ValueDict vars = {{"messages", jinja::Value(std::move(list))},
                            {"add_generation_prompt", jinja::Value(opts.add_generation_prompt)},
                            {"bos_token", jinja::Value(opts.bos_token)},
-                           {"eos_token", jinja::Value(opts.eos_token)},
-                           {"tools", jinja::Value::none()}};
+                           {"eos_token", jinja::Value(opts.eos_token)}};
   if (!opts.tools_json.empty()) {
     Result<jinja::Value> tools = jinja::parse_json(opts.tools_json);
     if (!tools.ok() || !tools->is_list()) {
       return error(ErrorCode::kInvalidArgument, "chat template: tools is not a JSON array");
     }
-    vars[4].second = std::move(*tools);
+    vars.emplace_back("tools", std::move(*tools));
   }
   if (!opts.extra_json.empty()) {
     Result<jinja::Value> extra = parse_object(opts.extra_json, "the extra variables");

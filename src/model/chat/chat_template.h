@@ -32,8 +32,8 @@ struct ChatRenderOptions {
   bool add_generation_prompt = true;
   std::string bos_token;
   std::string eos_token;
-  /// The `tools` variable as a JSON array; empty means none (the template sees None, as HF
-  /// passes it).
+  /// The `tools` variable as a JSON array. Empty leaves `tools` undefined, as llama.cpp does
+  /// (HF passes None, which the tool-use templates cannot iterate).
   std::string tools_json;
   /// More template variables as a JSON object (e.g. {"date_string": "26 Jul 2024"}).
   std::string extra_json;
