@@ -211,6 +211,14 @@ const std::vector<std::pair<std::string, std::string>> kEdgeCases = {
     {"{{ range(5)[1:3]|list }} {{ range(10, 0, -3)|list }}", "[1, 2] [10, 7, 4, 1]"},
 };
 
+TEST(ChatTemplateLanguage, ComparisonChainsAsPython) {
+  // jinja2: True False True False
+  Result<std::string> out =
+      render("{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ 'a' < 'b' <= 'b' }} {{ 3 > 2 == 1 }}");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "True False True False");
+}
+
 TEST(ChatTemplateLanguage, EdgeCasesMatchJinja2) {
   for (const auto& [source, expected] : kEdgeCases) {
     SCOPED_TRACE(source);

@@ -3,6 +3,21 @@
 #include "model/chat/parser_impl.h"
 
 namespace strata::model::jinja {
+namespace {
+
+ExprPtr clone(const Expr& e) {
+  auto c = std::make_unique<Expr>();
+  c->kind = e.kind;
+  c->line = e.line;
+  c->name = e.name;
+  c->value = e.value;
+  c->negated = e.negated;
+  for (const ExprPtr& child : e.children) c->children.push_back(child ? clone(*child) : nullptr);
+  for (const auto& [k, v] : e.kwargs) c->kwargs.emplace_back(k, clone(*v));
+  return c;
+}
+
+}  // namespace
 
 Result<ExprPtr> Parser::parse_tuple_or_expression() {
   const int line = cur().line;
@@ -100,8 +115,9 @@ Result<ExprPtr> Parser::parse_compare() {
   Result<ExprPtr> left = parse_math1();
   if (!left.ok()) return left;
   ExprPtr node = std::move(*left);
-  // Chains (a < b < c) nest as (a < b) and (b < c) would need b twice; templates do not
-  // chain, so each comparison takes the previous result as its left side, as written.
+  // A chain a < b < c means (a < b) and (b < c), as in Python; b is parsed once and copied
+  // (evaluating an expression twice has no effect a template can see).
+  const Expr* last_operand = nullptr;
   Chain chain(depth_);
   for (;;) {
     if (chain.grow()) return fail("expression nested too deeply");
@@ -121,8 +137,14 @@ Result<ExprPtr> Parser::parse_compare() {
     }
     Result<ExprPtr> right = parse_math1();
     if (!right.ok()) return right.status();
-    Result<ExprPtr> b = binary(std::move(node), op, std::move(*right), line);
-    node = std::move(*b);
+    if (last_operand == nullptr) {
+      node = binary(std::move(node), op, std::move(*right), line).value();
+      last_operand = node->children[1].get();
+    } else {
+      ExprPtr next = binary(clone(*last_operand), op, std::move(*right), line).value();
+      last_operand = next->children[1].get();
+      node = binary(std::move(node), "and", std::move(next), line).value();
+    }
   }
   return node;
 }
