@@ -40,9 +40,10 @@ class Value {
   };
 
   Value() = default;  ///< undefined
-  static Value undefined(std::string name) {
+  /// An undefined value that remembers what using it should report ("'x' is undefined").
+  static Value undefined(std::string error_message) {
     Value v;
-    v.str_ = std::move(name);
+    v.str_ = std::move(error_message);
     return v;
   }
   static Value none() { return Value(Kind::kNone); }
@@ -57,6 +58,7 @@ class Value {
   /// What jinja2's map, select, unique and friends return: a Python generator, which is
   /// always true, can be iterated but has no len(), no items by index and no JSON form.
   static Value iterator(ValueList items);
+  /// namespace(...): attributes that `{% set ns.x = ... %}` may change, seen by every copy.
   static Value make_namespace(ValueDict items);
   /// A string marked safe (MarkupSafe's Markup), as `|safe` and `|escape` return: adding a
   /// plain string to it HTML-escapes that string first.
