@@ -366,5 +366,24 @@ TEST(ChatTemplate, HfGlobals) {
   EXPECT_EQ(*defined, "True True False");
 }
 
+// A long conversation through a real template: every turn in order, in linear-ish time
+// (the test's duration shows it).
+TEST(ChatTemplate, LongConversation) {
+  const std::string path = std::string(STRATA_SHARED_DIR) + "/chat-templates/Qwen-Qwen3-0.6B.jinja";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  std::ifstream in(path, std::ios::binary);
+  Result<ChatTemplate> t = ChatTemplate::parse(
+      std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<ChatMessage> messages;
+  for (int i = 0; i < 2000; ++i) {
+    messages.push_back({i % 2 == 0 ? "user" : "assistant", "turn " + std::to_string(i), ""});
+  }
+  Result<std::string> out = t->render(messages, {});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_NE(out->find("turn 0<|im_end|>"), std::string::npos);
+  EXPECT_NE(out->find("turn 1999<|im_end|>\n<|im_start|>assistant\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::model
