@@ -209,6 +209,11 @@ const std::vector<std::pair<std::string, std::string>> kEdgeCases = {
      "l1\n  \n  l3|l1\n\n  l3||    a\n"},
     {"{% set big %}\n  line\n{% endset %}{{ big|trim }}", "line"},
     {"{{ range(5)[1:3]|list }} {{ range(10, 0, -3)|list }}", "[1, 2] [10, 7, 4, 1]"},
+    {"a {% raw %}{{ x }}{% if %}{% endraw %} b", "a {{ x }}{% if %} b"},
+    {"x\n  {% raw %}\n  {{ y }}\n  {% endraw %}\nz", "x\n\n  {{ y }}\nz"},
+    {"q {%- raw -%}  {{ w }}  {%- endraw -%}  r", "q{{ w }}r"},
+    {"{% raw %}{% endraw %}\nnext", "next"},
+    {"1\n{%+ raw %}k{%+ endraw %}\n2", "1\nk2"},
 };
 
 TEST(ChatTemplateLanguage, ComparisonChainsAsPython) {
@@ -245,6 +250,7 @@ TEST(ChatTemplateErrors, SyntaxErrorsNameTheLine) {
   expect_error("x\n\n{{ 'open", ErrorCode::kMalformed, "line 3: unterminated string");
   expect_error("{% for x in %}{% endfor %}", ErrorCode::kMalformed, "line 1");
   expect_error("{{ x ", ErrorCode::kMalformed, "unterminated");
+  expect_error("{% raw %}never closed", ErrorCode::kMalformed, "missing '{% endraw %}'");
   expect_error("{% frobnicate %}", ErrorCode::kMalformed, "unknown tag 'frobnicate'");
   expect_error("{{ a ? b }}", ErrorCode::kMalformed, "unexpected character '?'");
 }

@@ -110,6 +110,14 @@ class Lexer {
         continue;
       }
       const bool block = kind == '%';
+      if (block) {
+        Result<bool> raw = lex_raw(strip_next);
+        if (!raw.ok()) return raw.status();
+        if (*raw) {
+          line_starting = raw_line_starting_;
+          continue;
+        }
+      }
       tokens_.push_back({block ? TokenType::kBlockBegin : TokenType::kVarBegin, "", line_});
       Result<bool> r = lex_tag(block, strip_next);
       if (!r.ok()) return r.status();
@@ -194,6 +202,63 @@ class Lexer {
         pos_ += std::strlen(found);
       }
     }
+  }
+
+  // Where a tag `{%[-+] NAME [-]%}` starting at pos_ (after the `{%` and its sign) ends, or
+  // npos; `minus` tells whether it closes with `-%}`.
+  size_t match_tag(size_t p, const char* name, bool& minus) const {
+    while (p < src_.size() && is_space(src_[p])) ++p;
+    const size_t n = std::strlen(name);
+    if (src_.compare(p, n, name) != 0) return std::string::npos;
+    p += n;
+    if (p < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[p])) || src_[p] == '_')) {
+      return std::string::npos;
+    }
+    while (p < src_.size() && is_space(src_[p])) ++p;
+    minus = src_.compare(p, 3, "-%}") == 0;
+    const bool plus = src_.compare(p, 3, "+%}") == 0;
+    if (minus || plus) return p + 3;
+    return src_.compare(p, 2, "%}") == 0 ? p + 2 : std::string::npos;
+  }
+
+  // `{% raw %}...{% endraw %}`: the text between is kept as written. Returns false, consuming
+  // nothing, when the tag at pos_ is not `raw`. jinja2 applies `-` markers at both tags,
+  // lstrip_blocks before `endraw` and trim_blocks after it, but no trim after `raw`.
+  Result<bool> lex_raw(bool& strip_next) {
+    bool minus = false;
+    const size_t body = match_tag(pos_, "raw", minus);
+    if (body == std::string::npos) return false;
+    const int start_line = line_;
+    size_t p = body;
+    bool line_starting = false;
+    if (minus) {
+      while (p < src_.size() && is_space(src_[p])) ++p;
+      line_starting = p > body && src_[p - 1] == '\n';
+    }
+    for (size_t at = src_.find("{%", p); at != std::string::npos; at = src_.find("{%", at + 2)) {
+      const char sign = at + 2 < src_.size() ? src_[at + 2] : '\0';
+      const size_t name_at = at + 2 + ((sign == '-' || sign == '+') ? 1 : 0);
+      bool end_minus = false;
+      const size_t end = match_tag(name_at, "endraw", end_minus);
+      if (end == std::string::npos) continue;
+      std::string text = src_.substr(p, at - p);
+      if (sign == '-') {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (sign != '+') {
+        const size_t nl = text.rfind('\n');
+        const size_t l_pos = nl == std::string::npos ? 0 : nl + 1;
+        bool blank = l_pos < text.size() && (l_pos > 0 || line_starting);
+        for (size_t i = l_pos; blank && i < text.size(); ++i) blank = is_space(text[i]);
+        if (blank) text.resize(l_pos);
+      }
+      emit_text(text);
+      count_lines(src_.substr(pos_, end - pos_));
+      pos_ = end;
+      const bool end_plus = src_[end - 3] == '+';
+      raw_line_starting_ = finish_block_end(end_minus, end_plus, /*trim=*/true, strip_next);
+      return true;
+    }
+    return syntax_error(start_line, "missing '{% endraw %}'");
   }
 
   void lex_number() {
@@ -313,6 +378,7 @@ class Lexer {
 
   std::string src_;
   size_t pos_ = 0;
+  bool raw_line_starting_ = false;
   int line_ = 1;
   std::vector<Token> tokens_;
 };

@@ -204,7 +204,7 @@ Result<NodePtr> Parser::parse_statement() {
     return n;
   }
   static const std::set<std::string> kKnown = {
-      "raw", "include", "import", "from", "extends", "block", "call", "with", "autoescape", "do"};
+      "include", "import", "from", "extends", "block", "call", "with", "autoescape", "do"};
   --i_;
   if (kKnown.count(tag)) return unsupported("tag '" + tag + "'");
   return fail("unknown tag '" + tag + "'");
