@@ -283,6 +283,32 @@ TEST(ChatTemplateErrors, RuntimeErrorsAsJinja2RaisesThem) {
   expect_error("{% break %}", ErrorCode::kInvalidArgument, "outside a loop");
 }
 
+// Templates that would exhaust memory, the stack or 64-bit integers fail with an error.
+TEST(ChatTemplateErrors, ResourceLimits) {
+  expect_error("{{ 'x' * 1000000000000 }}", ErrorCode::kOutOfRange, "too large");
+  expect_error("{{ [1, 2] * 100000000000 }}", ErrorCode::kOutOfRange, "too large");
+  expect_error("{{ range(1000000)|length }}", ErrorCode::kOutOfRange, "range too big");
+  expect_error("{{ 'a'|indent(1000000000000) }}", ErrorCode::kOutOfRange, "too large");
+  expect_error("{{ 9223372036854775807 + 1 }}", ErrorCode::kUnsupported, "beyond 64 bits");
+  expect_error("{{ 2 ** 64 }}", ErrorCode::kUnsupported, "beyond 64 bits");
+  expect_error("{{ (-9223372036854775807 - 1) // -1 }}", ErrorCode::kUnsupported, "beyond 64 bits");
+  Result<std::string> pow = render("{{ 1 ** 1000000000000000000 }} {{ (-1) ** 999999999999999 }}");
+  ASSERT_TRUE(pow.ok()) << pow.status().message();
+  EXPECT_EQ(*pow, "1 -1");
+  expect_error(
+      "{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}{{ ns.x }}",
+      ErrorCode::kOutOfRange, "nested too deeply");
+  Result<std::string> self = render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me }}");
+  ASSERT_TRUE(self.ok()) << self.status().message();
+  Result<ChatTemplate> t = ChatTemplate::parse("{{ x }}");
+  ASSERT_TRUE(t.ok());
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Result<std::string> json = t->render_json("{\"x\": " + deep + "}");
+  ASSERT_FALSE(json.ok());
+  EXPECT_NE(json.status().message().find("nested too deeply"), std::string::npos);
+}
+
 TEST(ChatTemplate, RendersMessagesWithOptions) {
   Result<ChatTemplate> t = ChatTemplate::parse(
       "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}"

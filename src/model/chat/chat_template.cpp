@@ -17,7 +17,8 @@ namespace {
 
 Result<jinja::Value> parse_object(const std::string& json, const std::string& what) {
   Result<jinja::Value> v = jinja::parse_json(json);
-  if (!v.ok() || !v->is_dict()) {
+  if (!v.ok()) return v.status().with_context("chat template: " + what);
+  if (!v->is_dict()) {
     return error(ErrorCode::kInvalidArgument, "chat template: " + what + " is not a JSON object");
   }
   return v;
@@ -61,7 +62,8 @@ Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& message
                            {"eos_token", jinja::Value(opts.eos_token)}};
   if (!opts.tools_json.empty()) {
     Result<jinja::Value> tools = jinja::parse_json(opts.tools_json);
-    if (!tools.ok() || !tools->is_list()) {
+    if (!tools.ok()) return tools.status().with_context("chat template: tools");
+    if (!tools->is_list()) {
       return error(ErrorCode::kInvalidArgument, "chat template: tools is not a JSON array");
     }
     vars.emplace_back("tools", std::move(*tools));

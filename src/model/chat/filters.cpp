@@ -104,8 +104,11 @@ Result<Value> map(const Value& seq, const CallArgs& args) {
   return Value::iterator(std::move(out));
 }
 
-Value indent(const std::string& s, const CallArgs& args) {
+Result<Value> indent(const std::string& s, const CallArgs& args) {
   const Value width = args.get(0, "width", Value(4));
+  if (!width.is_string() && width.as_int() > (1 << 16)) {
+    return error(ErrorCode::kOutOfRange, "indent width too large");
+  }
   const std::string pad =
       width.is_string()
           ? width.as_string()
@@ -348,6 +351,7 @@ Result<Value> apply_filter(const std::string& name, const Value& v, const CallAr
   if (name == "abs") {
     if (v.kind() == Value::Kind::kFloat) return Value(std::fabs(v.as_double()));
     if (v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool) {
+      if (v.as_int() == INT64_MIN) return error(ErrorCode::kUnsupported, "integer beyond 64 bits");
       return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
     }
     return bad_input(name, v);

@@ -8,7 +8,9 @@
 namespace strata::model::jinja {
 namespace {
 
-Value from_nlohmann(const nlohmann::ordered_json& j) {
+// Nesting past kMaxValueDepth gives an undefined value, which parse_json reports.
+Value from_nlohmann(const nlohmann::ordered_json& j, int depth = 0) {
+  if (depth > kMaxValueDepth) return Value();
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::none();
@@ -24,12 +26,18 @@ Value from_nlohmann(const nlohmann::ordered_json& j) {
       return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
-      for (const auto& e : j) items.push_back(from_nlohmann(e));
+      for (const auto& e : j) {
+        items.push_back(from_nlohmann(e, depth + 1));
+        if (items.back().is_undefined()) return Value();
+      }
       return Value(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       ValueDict items;
-      for (const auto& [k, v] : j.items()) items.emplace_back(k, from_nlohmann(v));
+      for (const auto& [k, v] : j.items()) {
+        items.emplace_back(k, from_nlohmann(v, depth + 1));
+        if (items.back().second.is_undefined()) return Value();
+      }
       return Value(std::move(items));
     }
     default:
@@ -157,7 +165,9 @@ Status dump(const Value& v, int indent, bool sort_keys, int level, std::string& 
 Result<Value> parse_json(const std::string& text) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
   if (j.is_discarded()) return error(ErrorCode::kInvalidArgument, "malformed JSON");
-  return from_nlohmann(j);
+  Value v = from_nlohmann(j);
+  if (v.is_undefined()) return error(ErrorCode::kInvalidArgument, "JSON nested too deeply");
+  return v;
 }
 
 Result<std::string> to_json(const Value& value, int indent, bool sort_keys) {

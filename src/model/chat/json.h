@@ -10,7 +10,7 @@
 namespace strata::model::jinja {
 
 /// The value of a JSON text: objects keep their key order, integers stay integers.
-/// Malformed JSON is kInvalidArgument.
+/// Malformed JSON, or JSON nested past kMaxValueDepth, is kInvalidArgument.
 Result<Value> parse_json(const std::string& text);
 
 /// Python's json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys), which is

@@ -6,6 +6,9 @@
 namespace strata::model::jinja {
 namespace {
 
+// Bytes or items `*` may build: far beyond any prompt, short of exhausting memory.
+constexpr uint64_t kMaxRepeat = uint64_t{1} << 26;
+
 bool numeric(const Value& v) {
   return v.is_number() || v.kind() == Value::Kind::kBool;
 }
@@ -41,7 +44,16 @@ Result<int> compare(const Value& a, const Value& b, const std::string& op) {
                                                 a.type_name() + "' and '" + b.type_name() + "'");
 }
 
+Status int_overflow() {
+  return error(ErrorCode::kUnsupported,
+               "unsupported integer result beyond 64 bits (Python's ints are unbounded)");
+}
+
 Result<Value> repeat(const Value& seq, int64_t n) {
+  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.list().size();
+  if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > kMaxRepeat / unit) {
+    return error(ErrorCode::kOutOfRange, "repetition result too large");
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -79,15 +91,29 @@ Result<Value> arithmetic(const std::string& op, const Value& a, const Value& b) 
   const bool ints = integral(a) && integral(b);
   const int64_t x = a.as_int(), y = b.as_int();
   const double fx = a.as_double(), fy = b.as_double();
-  if (op == "+") return ints ? Value(x + y) : Value(fx + fy);
-  if (op == "-") return ints ? Value(x - y) : Value(fx - fy);
-  if (op == "*") return ints ? Value(x * y) : Value(fx * fy);
+  int64_t r = 0;
+  if (op == "+") {
+    if (!ints) return Value(fx + fy);
+    if (__builtin_add_overflow(x, y, &r)) return int_overflow();
+    return Value(r);
+  }
+  if (op == "-") {
+    if (!ints) return Value(fx - fy);
+    if (__builtin_sub_overflow(x, y, &r)) return int_overflow();
+    return Value(r);
+  }
+  if (op == "*") {
+    if (!ints) return Value(fx * fy);
+    if (__builtin_mul_overflow(x, y, &r)) return int_overflow();
+    return Value(r);
+  }
   if ((op == "/" || op == "//" || op == "%") && (ints ? y == 0 : fy == 0)) {
     return error(ErrorCode::kInvalidArgument, "division by zero");
   }
   if (op == "/") return Value(fx / fy);
   if (op == "//") {
     if (ints) {
+      if (x == INT64_MIN && y == -1) return int_overflow();
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       return Value(q);
@@ -96,19 +122,24 @@ Result<Value> arithmetic(const std::string& op, const Value& a, const Value& b) 
   }
   if (op == "%") {
     if (ints) {
-      int64_t r = x % y;
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
-      return Value(r);
+      if (y == -1) return Value(int64_t{0});
+      int64_t rem = x % y;
+      if (rem != 0 && ((rem < 0) != (y < 0))) rem += y;
+      return Value(rem);
     }
-    double r = std::fmod(fx, fy);
-    if (r != 0 && ((r < 0) != (fy < 0))) r += fy;
-    return Value(r);
+    double rem = std::fmod(fx, fy);
+    if (rem != 0 && ((rem < 0) != (fy < 0))) rem += fy;
+    return Value(rem);
   }
   if (op == "**") {
     if (ints && y >= 0) {
-      int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= x;
-      return Value(r);
+      // Square and multiply: a huge exponent of 0, 1 or -1 must not loop for ever.
+      int64_t result = 1, base = x;
+      for (int64_t e = y; e > 0; e >>= 1) {
+        if ((e & 1) && __builtin_mul_overflow(result, base, &result)) return int_overflow();
+        if (e > 1 && __builtin_mul_overflow(base, base, &base)) return int_overflow();
+      }
+      return Value(result);
     }
     return Value(std::pow(fx, fy));
   }

@@ -353,6 +353,9 @@ class Renderer {
   Result<Value> eval(const Expr& e, Frame& frame) {
     Result<Value> r = eval_inner(e, frame);
     if (!r.ok()) return at_line(r.status(), e.line);
+    if (r->depth() > kMaxValueDepth) {
+      return at_line(error(ErrorCode::kOutOfRange, "lists or dicts nested too deeply"), e.line);
+    }
     return r;
   }
 
@@ -444,6 +447,9 @@ class Renderer {
           return Value(e.name == "-" ? -v->as_double() : v->as_double());
         }
         if (v->kind() == Value::Kind::kInt || v->kind() == Value::Kind::kBool) {
+          if (e.name == "-" && v->as_int() == INT64_MIN) {
+            return error(ErrorCode::kUnsupported, "unsupported integer result beyond 64 bits");
+          }
           return Value(e.name == "-" ? -v->as_int() : v->as_int());
         }
         return error(ErrorCode::kInvalidArgument,

@@ -8,12 +8,17 @@
 namespace strata::model::jinja {
 
 Value::Value(ValueList items, bool tuple)
-    : kind_(Kind::kList),
-      seq_(tuple ? Seq::kTuple : Seq::kList),
-      list_(std::make_shared<const ValueList>(std::move(items))) {}
+    : kind_(Kind::kList), seq_(tuple ? Seq::kTuple : Seq::kList) {
+  for (const Value& v : items) depth_ = std::max(depth_, v.depth_);
+  ++depth_;
+  list_ = std::make_shared<const ValueList>(std::move(items));
+}
 
-Value::Value(ValueDict items)
-    : kind_(Kind::kDict), dict_(std::make_shared<ValueDict>(std::move(items))) {}
+Value::Value(ValueDict items) : kind_(Kind::kDict) {
+  for (const auto& [k, v] : items) depth_ = std::max(depth_, v.depth_);
+  ++depth_;
+  dict_ = std::make_shared<ValueDict>(std::move(items));
+}
 
 Value Value::iterator(ValueList items) {
   Value v(std::move(items));
@@ -171,14 +176,9 @@ std::string Value::repr() const {
       }
       return out + "}";
     }
-    case Kind::kNamespace: {
-      std::string out = "<Namespace {";
-      for (size_t i = 0; i < dict_->size(); ++i) {
-        if (i) out += ", ";
-        out += string_repr((*dict_)[i].first) + ": " + (*dict_)[i].second.repr();
-      }
-      return out + "}>";
-    }
+    case Kind::kNamespace:
+      // Not its attributes: a namespace may hold itself.
+      return "<Namespace>";
     case Kind::kCallable:
       return "<function>";
   }

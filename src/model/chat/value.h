@@ -66,6 +66,9 @@ class Value {
   static Value function(Callable fn);
 
   Kind kind() const { return kind_; }
+  /// How deeply lists and dicts nest inside: 0 for a scalar, 1 for a flat list. Renders
+  /// refuse values nested past kMaxValueDepth, which recursive printing could not handle.
+  int depth() const { return depth_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
@@ -107,6 +110,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   enum class Seq { kList, kTuple, kIterator };
   Seq seq_ = Seq::kList;
+  int depth_ = 0;
   bool markup_ = false;
   int64_t int_ = 0;
   double float_ = 0;
@@ -115,6 +119,9 @@ class Value {
   std::shared_ptr<ValueDict> dict_;
   std::shared_ptr<const Callable> fn_;
 };
+
+/// Nesting of lists and dicts deeper than any template or message needs.
+inline constexpr int kMaxValueDepth = 128;
 
 /// Arguments of a call: positional, then keyword in the order written.
 struct CallArgs {
