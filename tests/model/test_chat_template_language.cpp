@@ -292,6 +292,11 @@ TEST(ChatTemplateErrors, ResourceLimits) {
   expect_error("{{ 9223372036854775807 + 1 }}", ErrorCode::kUnsupported, "beyond 64 bits");
   expect_error("{{ 2 ** 64 }}", ErrorCode::kUnsupported, "beyond 64 bits");
   expect_error("{{ (-9223372036854775807 - 1) // -1 }}", ErrorCode::kUnsupported, "beyond 64 bits");
+  Result<std::string> steps = render(
+      "{{ [1, 2, 3][1::9223372036854775807] }} {{ 'abc'[::-9223372036854775807] }} "
+      "{{ range(1, 9223372036854775807, 9223372036854775807)|list }}");
+  ASSERT_TRUE(steps.ok()) << steps.status().message();
+  EXPECT_EQ(*steps, "[2] c [1]");
   Result<std::string> pow = render("{{ 1 ** 1000000000000000000 }} {{ (-1) ** 999999999999999 }}");
   ASSERT_TRUE(pow.ok()) << pow.status().message();
   EXPECT_EQ(*pow, "1 -1");

@@ -107,12 +107,13 @@ Result<Value> slice(const Value& obj, const Value& start, const Value& stop, con
   const int64_t e = adjust(stop, st < 0 ? -1 : n);
   ValueList out_items;
   std::string out_text;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+  for (int64_t i = b; st > 0 ? i < e : i > e;) {
     if (obj.is_list()) {
       out_items.push_back(items[static_cast<size_t>(i)]);
     } else {
       out_text += chars[static_cast<size_t>(i)];
     }
+    if (__builtin_add_overflow(i, st, &i)) break;  // a huge step leaves the sequence
   }
   if (obj.is_list()) return Value(std::move(out_items), obj.is_tuple());
   return Value(std::move(out_text));

@@ -75,11 +75,12 @@ Result<Value> global_range(CallArgs& a) {
   }
   if (step == 0) return error(ErrorCode::kInvalidArgument, "range() arg 3 must not be zero");
   ValueList out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (static_cast<int64_t>(out.size()) >= kMaxRange) {
       return error(ErrorCode::kOutOfRange, "range too big");
     }
     out.emplace_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;
   }
   return Value(std::move(out));
 }
