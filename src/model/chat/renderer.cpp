@@ -103,7 +103,11 @@ class Renderer {
       return error(ErrorCode::kInvalidArgument, "raise_exception: " + a.get(0, "message").str());
     });
     globals_.vars["strftime_now"] = Value::function(global_strftime_now);
-    globals_.vars["namespace"] = Value::function(global_namespace);
+    globals_.vars["namespace"] = Value::function([this](CallArgs& a) -> Result<Value> {
+      Result<Value> ns = global_namespace(a);
+      if (ns.ok()) namespaces_.push_back(*ns);
+      return ns;
+    });
     globals_.vars["range"] = Value::function(global_range);
     globals_.vars["dict"] = Value::function([](CallArgs& a) -> Result<Value> {
       ValueDict items;
@@ -113,6 +117,14 @@ class Renderer {
     for (const auto& [k, v] : variables) globals_.vars[k] = v;
     root_.parent = &globals_;
   }
+
+  // Namespaces may hold one another (or themselves); emptying them frees such cycles, and
+  // no value outlives the render.
+  ~Renderer() {
+    for (const Value& ns : namespaces_) ns.namespace_items().clear();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   Result<std::string> run(const Body& body) {
     std::string out;
@@ -511,6 +523,7 @@ class Renderer {
   }
 
   Frame globals_;
+  std::vector<Value> namespaces_;
   Frame root_;
   Flow flow_ = Flow::kNormal;
   int depth_ = 0;
