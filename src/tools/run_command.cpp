@@ -8,6 +8,7 @@
 #include "engine/session.h"
 #include "model/model.h"
 #include "tools/attention_flags.h"
+#include "tools/chat_loop.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/layout_flags.h"
@@ -35,12 +36,18 @@ struct RunOptions {
   AttentionOptions attention;
   bool help = false;
   bool verbose = false;
+  bool chat = false;
+  std::string chat_template;
   LayoutOptions layout;
 };
 
 void add_flags(FlagSet& f, RunOptions& o) {
   f.add_string({"-m", "--model"}, &o.model, "GGUF model file");
-  f.add_string({"-p", "--prompt"}, &o.prompt, "prompt text");
+  f.add_string({"-p", "--prompt"}, &o.prompt, "prompt text (with --chat: the system message)");
+  f.add_bool({"--chat"}, &o.chat,
+             "chat on the terminal: each stdin line is a user turn, each reply one stdout line");
+  f.add_string({"--chat-template"}, &o.chat_template,
+               "Jinja chat template file for --chat (default: the model's, else ChatML)");
   f.add_bool({"-v", "--verbose"}, &o.verbose,
              "after the run, print memory and paging figures (per device, plans, KV paging)");
   f.add_int({"-n", "--n-predict"}, &o.n_predict, "tokens to generate (-1: until end of text)");
@@ -63,6 +70,9 @@ void add_flags(FlagSet& f, RunOptions& o) {
 Status validate(const RunOptions& o) {
   if (o.model.empty()) {
     return error(ErrorCode::kInvalidArgument, "no model given: pass a GGUF file with -m FILE.gguf");
+  }
+  if (!o.chat_template.empty() && !o.chat) {
+    return error(ErrorCode::kInvalidArgument, "--chat-template needs --chat");
   }
   STRATA_RETURN_IF_ERROR(check_range("-n", o.n_predict, -1, int64_t{1} << 30));
   STRATA_RETURN_IF_ERROR(check_range("-t", o.threads, 0, 1024));
@@ -89,10 +99,18 @@ int run_command(const std::vector<std::string>& args) {
   add_flags(flags, o);
   if (Status st = flags.parse(args); !st.ok()) return report_error("run", st);
   if (o.help) {
-    std::printf("usage: strata run -m MODEL -p PROMPT [flags]\n%s", flags.usage().c_str());
+    std::printf(
+        "usage: strata run -m MODEL -p PROMPT [flags]\n"
+        "       strata run -m MODEL --chat [--chat-template FILE] [-p SYSTEM] [flags]\n%s",
+        flags.usage().c_str());
     return 0;
   }
   if (Status st = validate(o); !st.ok()) return report_error("run", st);
+  // A template file is checked before the model loads, so that its errors come at once.
+  if (o.chat && !o.chat_template.empty()) {
+    if (auto t = load_chat_template(o.chat_template, nullptr); !t.ok())
+      return report_error("run", t.status());
+  }
 
   const auto t_load = std::chrono::steady_clock::now();
   engine::SessionParams sp;
@@ -123,6 +141,14 @@ int run_command(const std::vector<std::string>& args) {
           ? static_cast<uint64_t>(o.seed)
           : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 
+  if (o.chat) {
+    auto tmpl = load_chat_template(o.chat_template, model.get());
+    if (!tmpl.ok()) return report_error("run", tmpl.status());
+    const Status st = chat_loop(*session, std::move(*tmpl), o.prompt,
+                                static_cast<int32_t>(o.n_predict), gp.sampling);
+    if (!st.ok()) return report_error("run", st);
+    return 0;
+  }
   // The prompt is checked before it is echoed, so that an error is all a user sees.
   if (auto checked = engine::tokenize_prompt(*session, o.prompt); !checked.ok())
     return report_error("run", checked.status());
