@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace strata::engine {
 namespace {
@@ -30,12 +30,20 @@ void Sampler::accept(int32_t token) {
 }
 
 void Sampler::penalize(std::vector<Candidate>& c) const {
-  if (params_.repeat_penalty == 1.0f || recent_.empty()) return;
-  const std::unordered_set<int32_t> seen(recent_.begin(), recent_.end());
+  const bool repeat = params_.repeat_penalty != 1.0f;
+  const bool openai = params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+  if ((!repeat && !openai) || recent_.empty()) return;
+  std::unordered_map<int32_t, int> count;
+  for (int32_t t : recent_) ++count[t];
   for (Candidate& x : c) {
-    if (!seen.count(x.id)) continue;
+    const auto it = count.find(x.id);
+    if (it == count.end()) continue;
     // Dividing a negative logit would raise it; multiplying lowers it as intended.
-    x.logit = x.logit > 0 ? x.logit / params_.repeat_penalty : x.logit * params_.repeat_penalty;
+    if (repeat) {
+      x.logit = x.logit > 0 ? x.logit / params_.repeat_penalty : x.logit * params_.repeat_penalty;
+    }
+    x.logit -=
+        params_.presence_penalty + params_.frequency_penalty * static_cast<float>(it->second);
   }
 }
 

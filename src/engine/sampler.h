@@ -16,6 +16,10 @@ struct SamplerParams {
   float min_p = 0.05f;  ///< drop tokens less likely than min_p * the top probability; 0 keeps all
   float repeat_penalty = 1.0f;  ///< > 1 discourages tokens seen in the last repeat_last_n
   int32_t repeat_last_n = 64;
+  /// OpenAI's penalties over the same window: logit -= presence * (count > 0) + frequency *
+  /// count, for each token seen count times; 0 turns each off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = 0xC0FFEE;
 };
 

@@ -16,6 +16,7 @@ int devices_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int perplexity_command(const std::vector<std::string>& args);
 int tokenize_command(const std::vector<std::string>& args);
+int serve_command(const std::vector<std::string>& args);
 
 /// Prints "strata <cmd>: <message>" to stderr and returns the exit code for the error.
 int report_error(const char* command, const Status& status);

@@ -21,6 +21,7 @@ void print_usage(FILE* to) {
       "  bench     measure prompt and generation speed (strata bench -m MODEL [-p 512] [-n 128])\n"
       "  perplexity  score a text file (strata perplexity -m MODEL -f TEXT [-c 512])\n"
       "  tokenize  show a text's tokens (strata tokenize -m MODEL -p TEXT [--ids] [--no-bos])\n"
+      "  serve     an OpenAI-compatible HTTP server (strata serve -m MODEL [-np 4] [--port 8080])\n"
       "run 'strata <command> --help' for the flags of a command, 'strata --version' for the "
       "version\n",
       to);
@@ -35,6 +36,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "bench") return tools::bench_command(args);
   if (cmd == "perplexity") return tools::perplexity_command(args);
   if (cmd == "tokenize") return tools::tokenize_command(args);
+  if (cmd == "serve") return tools::serve_command(args);
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {
     print_usage(stdout);
     return 0;

@@ -1,0 +1,40 @@
+// The OpenAI API's request and response bodies, as strata serve reads and writes them.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampler.h"
+
+namespace strata::serve {
+
+struct Message {
+  std::string role;
+  std::string content;
+};
+
+/// A completion or chat completion request, checked.
+struct CompletionRequest {
+  bool chat = false;
+  std::string prompt;             ///< completions
+  std::vector<Message> messages;  ///< chat completions
+  int32_t max_tokens = -1;        ///< -1: until the slot's context is full
+  engine::SamplerParams sampling;
+  std::vector<std::string> stop;
+  bool stream = false;
+  std::string model;
+};
+
+/// Parses a request body; kInvalidArgument naming the field for malformed JSON, wrong types,
+/// missing fields or values out of range.
+Result<CompletionRequest> parse_completion(const std::string& body, bool chat);
+
+/// {"error": {"message": ..., "type": ..., "code": ...}} as OpenAI sends it.
+std::string error_body(const std::string& message, const std::string& type, int code);
+
+/// Why a completion ended, in the API's words.
+const char* finish_reason_name(bool stopped, bool length);
+
+}  // namespace strata::serve
