@@ -108,11 +108,13 @@ int64_t strata_context_n_outputs(const strata_context* ctx) {
 }
 
 strata_status strata_context_reset(strata_context* ctx) {
-  if (ctx == nullptr)
-    return fail(STRATA_ERR_INVALID_ARGUMENT, "strata_context_reset", "ctx is NULL");
-  ctx->session->reset();
-  ctx->n_outputs = 0;
-  return STRATA_OK;
+  return guarded("strata_context_reset", [&] {
+    if (ctx == nullptr)
+      return fail(STRATA_ERR_INVALID_ARGUMENT, "strata_context_reset", "ctx is NULL");
+    ctx->session->reset();
+    ctx->n_outputs = 0;
+    return STRATA_OK;
+  });
 }
 
 strata_status strata_decode(strata_context* ctx, const int32_t* tokens, size_t n, bool all_logits) {
