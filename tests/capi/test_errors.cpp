@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi_test_util.h"
@@ -80,6 +81,20 @@ TEST(CapiErrors, NullArguments) {
   strata_model_free(nullptr);
   strata_context_free(nullptr);
   strata_sampler_free(nullptr);
+}
+
+// Each thread sees its own last error, so concurrent callers cannot read each other's.
+TEST(CapiErrors, LastErrorIsPerThread) {
+  strata_model* m = nullptr;
+  ASSERT_EQ(strata_model_open(nullptr, nullptr, &m), STRATA_ERR_INVALID_ARGUMENT);
+  std::string other;
+  std::thread t([&] {
+    other = strata_last_error();
+    EXPECT_EQ(strata_context_reset(nullptr), STRATA_ERR_INVALID_ARGUMENT);
+  });
+  t.join();
+  EXPECT_EQ(other, "");
+  EXPECT_EQ(last_error(), "strata_model_open: path is NULL");
 }
 
 TEST(CapiErrors, BadModelParams) {
