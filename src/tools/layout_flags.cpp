@@ -1,17 +1,10 @@
 #include "tools/layout_flags.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
 #include "devices/byte_size.h"
-#include "devices/host_device.h"
-#include "devices/registry.h"
-#include "gguf/file.h"
-#include "model/arch/hparams.h"
-#include "tools/session_checks.h"
 
 namespace strata::tools {
 namespace {
@@ -20,8 +13,6 @@ Status invalid(const std::string& what) {
   return error(ErrorCode::kInvalidArgument, what);
 }
 
-// Most partitions --partitions makes, so the highest index --devices may name is one less.
-constexpr int64_t kMaxPartitions = 256;
 // Proportions are relative, so a bound this high costs nothing and keeps their sum finite.
 constexpr float kMaxProportion = 1e6f;
 
@@ -69,67 +60,6 @@ Result<engine::KvPagingConfig> parse_kv_paging(const LayoutOptions& o) {
   if (*bytes == 0) return invalid("--kv-resident must be positive");
   c.resident_bytes = *bytes;
   return c;
-}
-
-// The partitions a --devices list needs: one more than the highest "part:K" it names. Names
-// that are not "part:" and a digit string are left for the device list to reject.
-Result<int> partitions_named(const std::string& list) {
-  int wanted = 0;
-  std::stringstream ss(list);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (name.rfind("part:", 0) != 0) continue;
-    const std::string index = name.substr(5);
-    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
-    errno = 0;
-    const long long k = std::strtoll(index.c_str(), nullptr, 10);
-    if (errno == ERANGE || k >= kMaxPartitions) {
-      return invalid("--devices: partition index " + index + " is out of range [0, " +
-                     std::to_string(kMaxPartitions - 1) + "]");
-    }
-    wanted = std::max(wanted, static_cast<int>(k) + 1);
-  }
-  return wanted;
-}
-
-Result<std::vector<backend::Device*>> make_devices(const LayoutOptions& o) {
-  size_t budget = 0;
-  if (!o.device_mem.empty()) {
-    auto b = devices::parse_byte_size(o.device_mem);
-    if (!b.ok()) return b.status().with_context("--device-mem");
-    budget = *b;
-  }
-  if (o.partitions < 0 || o.partitions > kMaxPartitions) {
-    return invalid("--partitions must be in [0, " + std::to_string(kMaxPartitions) + "], got " +
-                   std::to_string(o.partitions));
-  }
-  if (budget != 0 && o.partitions == 0 && o.devices.empty())
-    return invalid("--device-mem needs --partitions N or --devices part:K");
-  const int n = o.partitions > 0 ? static_cast<int>(o.partitions) : 0;
-  std::vector<backend::Device*> devs;
-  if (n > 0 || !o.devices.empty()) {
-    // --devices part:K needs the partitions to exist; make as many as the list names.
-    int wanted = n;
-    if (wanted == 0) {
-      auto named = partitions_named(o.devices);
-      if (!named.ok()) return named.status();
-      wanted = *named;
-    }
-    if (wanted > 0) {
-      auto parts = devices::make_partitions(wanted, budget);
-      if (!parts.ok()) return parts.status();
-      devs = *parts;
-    }
-  }
-  if (!o.devices.empty()) {
-    auto listed = devices::parse_device_list(o.devices);
-    if (!listed.ok()) return listed.status();
-    devs.clear();
-    for (backend::Device* d : *listed) {
-      if (d != &devices::host_device()) devs.push_back(d);
-    }
-  }
-  return devs;
 }
 
 }  // namespace
@@ -183,58 +113,42 @@ std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
   return out;
 }
 
-Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
-                                const engine::SessionParams& params) {
-  if (o.split_mode != "none" && o.split_mode != "layer") {
-    // A usage error like any other -sm value, though a planned one.
-    if (o.split_mode == "tensor") return invalid("-sm tensor is not supported yet (none or layer)");
+Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o) {
+  engine::OpenParams p;
+  if (o.split_mode == "none") {
+    p.split_mode = engine::SplitMode::kNone;
+  } else if (o.split_mode == "layer") {
+    p.split_mode = engine::SplitMode::kLayer;
+  } else if (o.split_mode == "tensor") {
+    p.split_mode = engine::SplitMode::kTensor;
+  } else {
     return invalid("-sm must be none or layer, got '" + o.split_mode + "'");
   }
-  auto devs = make_devices(o);
-  if (!devs.ok()) return devs.status();
+  if (!o.device_mem.empty()) {
+    auto b = devices::parse_byte_size(o.device_mem);
+    if (!b.ok()) return b.status().with_context("--device-mem");
+    p.device_mem = *b;
+  }
+  p.devices = o.devices;
+  p.partitions = o.partitions;
   auto split = parse_split(o.tensor_split);
   if (!split.ok()) return split.status();
   auto kv_paging = parse_kv_paging(o);
   if (!kv_paging.ok()) return kv_paging.status();
-  engine::LayoutParams lp;
-  lp.devices = *devs;
-  // -sm none: everything offloaded goes to the first device.
-  if (o.split_mode == "none" && lp.devices.size() > 1)
-    lp.devices.erase(lp.devices.begin() + 1, lp.devices.end());
-  lp.n_gpu_layers = o.n_gpu_layers;
-  lp.tensor_split = *split;
-  lp.kv_offload = !o.no_kv_offload;
-  if (lp.n_gpu_layers > 0 && lp.devices.empty()) {
-    return invalid("-ngl needs devices: pass --partitions N or --devices LIST");
-  }
+  p.n_gpu_layers = o.n_gpu_layers;
+  p.tensor_split = *split;
+  p.kv_offload = !o.no_kv_offload;
+  p.pipeline = !o.no_pipeline;
+  p.paged = o.paged;
+  p.kv_paging = *kv_paging;
+  return p;
+}
 
-  // The layout needs the layer count before the weights are placed: read just the header.
-  // The session's size is checked against the machine here too, before anything is allocated.
-  engine::SessionParams sp = params;
-  sp.pipeline = !o.no_pipeline;
-  sp.paged = o.paged;
-  sp.kv_paging = *kv_paging;
-  int64_t n_layer = 0;
-  {
-    auto file = gguf::File::open(model_path);
-    if (!file.ok()) return file.status();
-    auto hp = model::read_hparams(*file);
-    if (!hp.ok()) return hp.status();
-    n_layer = hp->n_layer;
-    STRATA_RETURN_IF_ERROR(check_session(*hp, sp, devices::host_device().memory().total));
-  }
-  auto layout = engine::make_layout(n_layer, lp);
-  if (!layout.ok()) return layout.status();
-  Loaded out;
-  out.layout = *layout;
-  auto m =
-      model::Model::load(model_path, engine::weight_placement(out.layout, devices::host_device()));
-  if (!m.ok()) return m.status();
-  out.model = std::move(m).value();
-  auto s = engine::Session::create(*out.model, devices::host_device(), out.layout, sp);
-  if (!s.ok()) return s.status();
-  out.session = std::move(s).value();
-  return out;
+Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
+                                const engine::SessionParams& params) {
+  auto p = parse_layout_options(o);
+  if (!p.ok()) return p.status();
+  return engine::open(model_path, *p, params);
 }
 
 }  // namespace strata::tools

@@ -1,14 +1,13 @@
 // The device-layout flags shared by run, bench and perplexity: --devices/--partitions/
 // --device-mem, -ngl, -sm, -ts, --no-kv-offload, --no-pipeline, --paged, --kv-resident,
-// --kv-home; and loading a model and session with them.
+// --kv-home; parsed into engine::OpenParams, with which engine::open loads a model and session.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include "engine/layout.h"
+#include "engine/open.h"
 #include "engine/session.h"
-#include "model/model.h"
 #include "tools/flags.h"
 
 namespace strata::tools {
@@ -30,17 +29,17 @@ struct LayoutOptions {
 void add_layout_flags(FlagSet& flags, LayoutOptions& o);
 
 /// A model and a session laid out as the options say.
-struct Loaded {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<engine::Session> session;
-  engine::Layout layout;
-};
+using Loaded = engine::Opened;
+
+/// The options as the engine takes them. Flag values that do not parse are kInvalidArgument
+/// naming the flag.
+Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o);
 
 /// "cpu: input, output; part:0: layers 0-10 (+KV); part:1: layers 11-21 (+KV)".
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer);
 
-/// Makes the devices, the layout, loads the model with it and creates the session. Bad flag
-/// values are kInvalidArgument; a device out of budget is kOutOfMemory naming the device.
+/// parse_layout_options, then engine::open. Bad flag values are kInvalidArgument; a device out
+/// of budget is kOutOfMemory naming the device.
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
                                 const engine::SessionParams& params);
 

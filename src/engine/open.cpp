@@ -1,0 +1,163 @@
+#include "engine/open.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+
+#include "devices/host_device.h"
+#include "devices/registry.h"
+#include "engine/session_checks.h"
+#include "gguf/file.h"
+#include "model/arch/hparams.h"
+
+namespace strata::engine {
+namespace {
+
+Status invalid(const std::string& what) {
+  return error(ErrorCode::kInvalidArgument, what);
+}
+
+// Most partitions one layout makes, so the highest index a device list may name is one less.
+constexpr int64_t kMaxPartitions = 256;
+
+// The partitions a device list needs: one more than the highest "part:K" it names. Names
+// that are not "part:" and a digit string are left for the device list to reject.
+Result<int> partitions_named(const std::string& list) {
+  int wanted = 0;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.rfind("part:", 0) != 0) continue;
+    const std::string index = name.substr(5);
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    errno = 0;
+    const long long k = std::strtoll(index.c_str(), nullptr, 10);
+    if (errno == ERANGE || k >= kMaxPartitions) {
+      return invalid("--devices: partition index " + index + " is out of range [0, " +
+                     std::to_string(kMaxPartitions - 1) + "]");
+    }
+    wanted = std::max(wanted, static_cast<int>(k) + 1);
+  }
+  return wanted;
+}
+
+Result<std::vector<backend::Device*>> make_devices(const OpenParams& p) {
+  if (p.partitions < 0 || p.partitions > kMaxPartitions) {
+    return invalid("--partitions must be in [0, " + std::to_string(kMaxPartitions) + "], got " +
+                   std::to_string(p.partitions));
+  }
+  if (p.device_mem != 0 && p.partitions == 0 && p.devices.empty())
+    return invalid("--device-mem needs --partitions N or --devices part:K");
+  std::vector<backend::Device*> devs;
+  // A device list naming part:K needs the partitions to exist; make as many as it names.
+  int wanted = static_cast<int>(p.partitions);
+  if (wanted == 0 && !p.devices.empty()) {
+    auto named = partitions_named(p.devices);
+    if (!named.ok()) return named.status();
+    wanted = *named;
+  }
+  if (wanted > 0) {
+    auto parts = devices::make_partitions(wanted, p.device_mem);
+    if (!parts.ok()) return parts.status();
+    devs = *parts;
+  }
+  if (!p.devices.empty()) {
+    auto listed = devices::parse_device_list(p.devices);
+    if (!listed.ok()) return listed.status();
+    devs.clear();
+    for (backend::Device* d : *listed) {
+      if (d != &devices::host_device()) devs.push_back(d);
+    }
+  }
+  return devs;
+}
+
+Result<LayoutParams> layout_params(const OpenParams& p) {
+  // A usage error like any other split mode, though a planned one.
+  if (p.split_mode == SplitMode::kTensor)
+    return invalid("-sm tensor is not supported yet (none or layer)");
+  auto devs = make_devices(p);
+  if (!devs.ok()) return devs.status();
+  for (float f : p.tensor_split) {
+    if (!(f >= 0.0f)) return invalid("-ts: a proportion is negative or not a number");
+  }
+  LayoutParams lp;
+  lp.devices = *devs;
+  if (p.split_mode == SplitMode::kNone && lp.devices.size() > 1)
+    lp.devices.erase(lp.devices.begin() + 1, lp.devices.end());
+  lp.n_gpu_layers = p.n_gpu_layers;
+  lp.tensor_split = p.tensor_split;
+  lp.kv_offload = p.kv_offload;
+  if (lp.n_gpu_layers > 0 && lp.devices.empty())
+    return invalid("-ngl needs devices: pass --partitions N or --devices LIST");
+  return lp;
+}
+
+SessionParams with_execution(const OpenParams& p, const SessionParams& params) {
+  SessionParams sp = params;
+  sp.pipeline = p.pipeline;
+  sp.paged = p.paged;
+  sp.kv_paging = p.kv_paging;
+  return sp;
+}
+
+// The layout needs the layer count before the weights are placed, so the header is read on
+// its own first; with `session` the session's size is checked against the machine there too,
+// before anything large is allocated.
+Result<OpenedModel> open_checked(const std::string& path, const OpenParams& params,
+                                 const SessionParams* session) {
+  auto lp = layout_params(params);
+  if (!lp.ok()) return lp.status();
+  int64_t n_layer = 0;
+  {
+    auto file = gguf::File::open(path);
+    if (!file.ok()) return file.status();
+    auto hp = model::read_hparams(*file);
+    if (!hp.ok()) return hp.status();
+    n_layer = hp->n_layer;
+    if (session != nullptr) {
+      STRATA_RETURN_IF_ERROR(check_session(*hp, with_execution(params, *session),
+                                           devices::host_device().memory().total));
+    }
+  }
+  auto layout = make_layout(n_layer, *lp);
+  if (!layout.ok()) return layout.status();
+  OpenedModel out;
+  out.layout = *layout;
+  out.params = params;
+  auto m = model::Model::load(path, weight_placement(out.layout, devices::host_device()));
+  if (!m.ok()) return m.status();
+  out.model = std::move(m).value();
+  return out;
+}
+
+}  // namespace
+
+Result<OpenedModel> open_model(const std::string& path, const OpenParams& params) {
+  return open_checked(path, params, nullptr);
+}
+
+Result<std::unique_ptr<Session>> open_session(const OpenedModel& model,
+                                              const SessionParams& params) {
+  const SessionParams sp = with_execution(model.params, params);
+  STRATA_RETURN_IF_ERROR(
+      check_session(model.model->hparams(), sp, devices::host_device().memory().total));
+  return Session::create(*model.model, devices::host_device(), model.layout, sp);
+}
+
+Result<Opened> open(const std::string& path, const OpenParams& params,
+                    const SessionParams& session_params) {
+  auto m = open_checked(path, params, &session_params);
+  if (!m.ok()) return m.status();
+  auto s = Session::create(*m->model, devices::host_device(), m->layout,
+                           with_execution(params, session_params));
+  if (!s.ok()) return s.status();
+  Opened out;
+  out.model = std::move(m->model);
+  out.layout = m->layout;
+  out.session = std::move(s).value();
+  return out;
+}
+
+}  // namespace strata::engine
