@@ -25,7 +25,7 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -309,4 +309,4 @@ void flash_attn(const Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -8,7 +8,7 @@
 
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 inline float load_f32(const uint8_t* p) {
@@ -75,4 +75,4 @@ void rope(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS
