@@ -20,8 +20,10 @@ void vector_exp8(const float* x, float* y) {
   _mm256_storeu_ps(y, simd::exp(_mm256_loadu_ps(x)));
 }
 constexpr void (*kVectorExp8)(const float*, float*) = vector_exp8;
+constexpr bool kLlamaOrder = true;
 #else
 constexpr void (*kVectorExp8)(const float*, float*) = nullptr;
+constexpr bool kLlamaOrder = false;
 #endif
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__) && defined(__AVX512BF16__)
@@ -50,6 +52,7 @@ const KernelSet kKernelSet = {
     f32_to_bf16,
     kVectorExp8,
     kBf16Pairs,
+    kLlamaOrder,
 };
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

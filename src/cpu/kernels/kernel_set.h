@@ -71,6 +71,9 @@ struct KernelSet {
   /// Whether bf16 dot products take AVX-512 BF16 pairs, which round in another order
   /// (dot_float.cpp).
   bool bf16_pairs;
+  /// Whether the float and int8 sums follow llama.cpp's order (every SIMD set does; the scalar
+  /// set's portable loops do not), which the golden tests compare bit for bit.
+  bool llama_order;
 };
 
 }  // namespace strata::cpu
