@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "cpu/kernels/dispatch.h"
@@ -12,24 +13,30 @@
 #endif
 
 // Each set's table, from the objects CMake built for it (STRATA_KERNELS_<SET> says which).
-#define STRATA_DECLARE_KERNEL_SET(ns) \
-  namespace strata::cpu::ns {         \
-  extern const KernelSet kKernelSet;  \
-  }
 #if defined(STRATA_KERNELS_NATIVE)
-STRATA_DECLARE_KERNEL_SET(native)
+namespace strata::cpu::native {
+extern const KernelSet kKernelSet;
+}
 #endif
 #if defined(STRATA_KERNELS_AVX512VNNI)
-STRATA_DECLARE_KERNEL_SET(avx512vnni)
+namespace strata::cpu::avx512vnni {
+extern const KernelSet kKernelSet;
+}
 #endif
 #if defined(STRATA_KERNELS_AVX512)
-STRATA_DECLARE_KERNEL_SET(avx512)
+namespace strata::cpu::avx512 {
+extern const KernelSet kKernelSet;
+}
 #endif
 #if defined(STRATA_KERNELS_AVX2)
-STRATA_DECLARE_KERNEL_SET(avx2)
+namespace strata::cpu::avx2 {
+extern const KernelSet kKernelSet;
+}
 #endif
 #if defined(STRATA_KERNELS_SCALAR)
-STRATA_DECLARE_KERNEL_SET(scalar)
+namespace strata::cpu::scalar {
+extern const KernelSet kKernelSet;
+}
 #endif
 
 namespace strata::cpu {
