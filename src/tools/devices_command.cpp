@@ -73,7 +73,7 @@ int devices_command(const std::vector<std::string>& args) {
     sets +=
         std::string(sets.empty() ? "" : ", ") + k.set->name + (k.runs_here ? "" : " (not here)");
   }
-  std::printf("cpu kernels: %s (this build holds %s; STRATA_KERNELS picks another)\n",
+  std::printf("cpu kernels: %s (this build holds %s; STRATA_KERNELS=<set> picks one)\n",
               cpu::kernel_set().name, sets.c_str());
   return 0;
 }
