@@ -13,7 +13,7 @@ shared="$root/../shared"
 targets=(fuzz_gguf fuzz_tokenizer fuzz_flags)
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSTRATA_FUZZ=ON \
-  -DSTRATA_WERROR=OFF -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
+  -DSTRATA_WERROR=OFF -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF -DSTRATA_NATIVE=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 work="$(mktemp -d)"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/kernel_sets.h"
 #include "devices/host_device.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -388,6 +389,7 @@ void print_table(const Report& r) {
   std::printf("memory read bandwidth: %.2f GB/s (%s buffer, %d threads, best of %d)\n",
               r.bandwidth.bytes_per_second / 1e9, format_size(r.bandwidth.buffer_bytes).c_str(),
               r.bandwidth.threads, r.bandwidth.runs);
+  std::printf("cpu kernels: %s\n", cpu::kernel_set().name);
   std::printf("compute peak: %.1f %s %s (%s, %d threads)\n", r.compute.ops_per_second / 1e9,
               ops_unit(r.compute.kind), compute_kind_name(r.compute.kind).c_str(),
               r.compute.isa.c_str(), r.compute.threads);
@@ -458,6 +460,7 @@ void print_json(const Report& r) {
   field("compute_peak_ops_per_s", json_number(r.compute.ops_per_second));
   field("compute_kind", json_string(compute_kind_name(r.compute.kind)));
   field("compute_isa", json_string(r.compute.isa));
+  field("kernel_set", json_string(cpu::kernel_set().name));
   std::string tests = "[";
   for (size_t i = 0; i < r.tests.size(); ++i) {
     const TestResult& t = r.tests[i];

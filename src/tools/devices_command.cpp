@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/kernel_sets.h"
 #include "devices/byte_size.h"
 #include "devices/partition_plan.h"
 #include "devices/registry.h"
@@ -67,6 +68,13 @@ int devices_command(const std::vector<std::string>& args) {
                 d.cores.size(), devices::format_cpu_list(d.cores).c_str(), node.c_str(),
                 describe_caps(d.caps).c_str());
   }
+  std::string sets;
+  for (const cpu::KernelSetInfo& k : cpu::kernel_sets()) {
+    sets +=
+        std::string(sets.empty() ? "" : ", ") + k.set->name + (k.runs_here ? "" : " (not here)");
+  }
+  std::printf("cpu kernels: %s (this build holds %s; STRATA_KERNELS=<set> picks one)\n",
+              cpu::kernel_set().name, sets.c_str());
   return 0;
 }
 

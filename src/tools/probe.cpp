@@ -14,9 +14,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
-#endif
 
 namespace strata::tools {
 namespace {
@@ -71,10 +69,34 @@ struct FreeDeleter {
 };
 using RawBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
 
-// Sums [p, p + n) as 64-bit words; n is a multiple of kStripe, p 64-byte aligned. Four
-// independent accumulators keep the adds off the critical path, so loads are the limit.
-uint64_t read_stripes(const uint8_t* p, size_t n) {
-#if defined(__AVX512F__)
+// The probes are compiled for several instruction sets in one binary (target attributes) and
+// the widest this CPU has runs, as with the kernel sets (cpu/kernel_sets.h).
+#define STRATA_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define STRATA_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
+#define STRATA_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define STRATA_TARGET_AVX_VNNI __attribute__((target("avx2,fma,avxvnni")))
+
+bool cpu_has(const char* what) {
+  __builtin_cpu_init();
+  if (std::strcmp(what, "avx2") == 0) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }
+  if (std::strcmp(what, "avx512") == 0) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  }
+  if (std::strcmp(what, "avx512vnni") == 0) {
+    return cpu_has("avx512") && __builtin_cpu_supports("avx512vnni");
+  }
+  if (std::strcmp(what, "avxvnni") == 0) {
+    return cpu_has("avx2") && __builtin_cpu_supports("avxvnni");
+  }
+  return false;
+}
+
+// Each read_stripes_* sums [p, p + n) as 64-bit words; n is a multiple of kStripe, p 64-byte
+// aligned. Four independent accumulators keep the adds off the critical path, so loads are the
+// limit.
+STRATA_TARGET_AVX512 uint64_t read_stripes_avx512(const uint8_t* p, size_t n) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < n; i += kStripe) {
     a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
@@ -88,7 +110,9 @@ uint64_t read_stripes(const uint8_t* p, size_t n) {
   uint64_t sum = 0;
   for (uint64_t v : lanes) sum += v;
   return sum;
-#elif defined(__AVX2__) && defined(__FMA__)
+}
+
+STRATA_TARGET_AVX2 uint64_t read_stripes_avx2(const uint8_t* p, size_t n) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < n; i += kStripe) {
     for (size_t j = 0; j < kStripe; j += 128) {
@@ -103,7 +127,9 @@ uint64_t read_stripes(const uint8_t* p, size_t n) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
                      _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-#else
+}
+
+uint64_t read_stripes_scalar(const uint8_t* p, size_t n) {
   uint64_t s[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < n; i += 32) {
     for (int k = 0; k < 4; ++k) {
@@ -113,7 +139,13 @@ uint64_t read_stripes(const uint8_t* p, size_t n) {
     }
   }
   return s[0] + s[1] + s[2] + s[3];
-#endif
+}
+
+uint64_t read_stripes(const uint8_t* p, size_t n) {
+  static const auto fn = cpu_has("avx512") ? read_stripes_avx512
+                         : cpu_has("avx2") ? read_stripes_avx2
+                                           : read_stripes_scalar;
+  return fn(p, n);
 }
 
 // Largest buffer we could get, halving from 1 GiB down to 256 MiB.
@@ -141,9 +173,8 @@ struct Kernel {
   void (*run)(int64_t iterations);
 };
 
-void int8_chains(int64_t iterations) {
+STRATA_TARGET_AVX512_VNNI void int8_chains_avx512_vnni(int64_t iterations) {
   const int v = g_operand.load(std::memory_order_relaxed);
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   const __m512i a = _mm512_set1_epi8(static_cast<char>(v));
   const __m512i b = _mm512_set1_epi8(static_cast<char>(v + 1));
   __m512i acc[kChains];
@@ -158,7 +189,10 @@ void int8_chains(int64_t iterations) {
   alignas(64) int32_t lanes[16];
   _mm512_store_si512(lanes, s);
   sink(static_cast<uint64_t>(lanes[0]));
-#elif defined(__AVXVNNI__)
+}
+
+STRATA_TARGET_AVX_VNNI void int8_chains_avx_vnni(int64_t iterations) {
+  const int v = g_operand.load(std::memory_order_relaxed);
   const __m256i a = _mm256_set1_epi8(static_cast<char>(v));
   const __m256i b = _mm256_set1_epi8(static_cast<char>(v + 1));
   __m256i acc[kChains];
@@ -170,8 +204,11 @@ void int8_chains(int64_t iterations) {
   __m256i s = acc[0];
   for (int c = 1; c < kChains; ++c) s = _mm256_add_epi32(s, acc[c]);
   sink(static_cast<uint64_t>(_mm256_extract_epi32(s, 0)));
-#elif defined(__AVX2__) && defined(__FMA__)
-  // What an AVX2 int8 dot kernel does per 32 bytes: u8×s8 pair sums, widened, accumulated.
+}
+
+// What an AVX2 int8 dot kernel does per 32 bytes: u8×s8 pair sums, widened, accumulated.
+STRATA_TARGET_AVX2 void int8_chains_avx2(int64_t iterations) {
+  const int v = g_operand.load(std::memory_order_relaxed);
   const __m256i a = _mm256_set1_epi8(static_cast<char>(v));
   const __m256i b = _mm256_set1_epi8(static_cast<char>(v + 1));
   const __m256i ones = _mm256_set1_epi16(1);
@@ -186,7 +223,10 @@ void int8_chains(int64_t iterations) {
   __m256i s = acc[0];
   for (int c = 1; c < kChains; ++c) s = _mm256_add_epi32(s, acc[c]);
   sink(static_cast<uint64_t>(_mm256_extract_epi32(s, 0)));
-#else
+}
+
+void int8_chains_scalar(int64_t iterations) {
+  const int v = g_operand.load(std::memory_order_relaxed);
   int32_t acc[kChains][4] = {};
   const auto a = static_cast<int8_t>(v);
   const auto b = static_cast<int8_t>(v + 1);
@@ -196,13 +236,11 @@ void int8_chains(int64_t iterations) {
     }
   }
   sink(static_cast<uint64_t>(acc[0][0]));
-#endif
 }
 
-void f32_chains(int64_t iterations) {
-  // acc = acc × 0.5 + v converges to 2v: no overflow, no subnormals, no slow paths.
+// acc = acc × 0.5 + v converges to 2v: no overflow, no subnormals, no slow paths.
+STRATA_TARGET_AVX512 void f32_chains_avx512(int64_t iterations) {
   const auto v = static_cast<float>(g_operand.load(std::memory_order_relaxed));
-#if defined(__AVX512F__)
   const __m512 a = _mm512_set1_ps(0.5f), b = _mm512_set1_ps(v);
   __m512 acc[kChains];
   for (__m512& x : acc) x = _mm512_setzero_ps();
@@ -215,7 +253,10 @@ void f32_chains(int64_t iterations) {
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, s);
   sink(static_cast<uint64_t>(lanes[0]));
-#elif defined(__AVX2__) && defined(__FMA__)
+}
+
+STRATA_TARGET_AVX2 void f32_chains_avx2(int64_t iterations) {
+  const auto v = static_cast<float>(g_operand.load(std::memory_order_relaxed));
   const __m256 a = _mm256_set1_ps(0.5f), b = _mm256_set1_ps(v);
   __m256 acc[kChains];
   for (__m256& x : acc) x = _mm256_setzero_ps();
@@ -226,7 +267,10 @@ void f32_chains(int64_t iterations) {
   __m256 s = acc[0];
   for (int c = 1; c < kChains; ++c) s = _mm256_add_ps(s, acc[c]);
   sink(static_cast<uint64_t>(_mm256_cvtss_f32(s)));
-#else
+}
+
+void f32_chains_scalar(int64_t iterations) {
+  const auto v = static_cast<float>(g_operand.load(std::memory_order_relaxed));
   float acc[kChains][4] = {};
   for (int64_t i = 0; i < iterations; ++i) {
     for (auto& x : acc) {
@@ -234,29 +278,19 @@ void f32_chains(int64_t iterations) {
     }
   }
   sink(static_cast<uint64_t>(acc[0][0]));
-#endif
 }
 
 Kernel int8_kernel() {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  return {kChains * 64, "avx512-vnni", int8_chains};
-#elif defined(__AVXVNNI__)
-  return {kChains * 32, "avx-vnni", int8_chains};
-#elif defined(__AVX2__) && defined(__FMA__)
-  return {kChains * 32, "avx2", int8_chains};
-#else
-  return {kChains * 4, "scalar", int8_chains};
-#endif
+  if (cpu_has("avx512vnni")) return {kChains * 64, "avx512-vnni", int8_chains_avx512_vnni};
+  if (cpu_has("avxvnni")) return {kChains * 32, "avx-vnni", int8_chains_avx_vnni};
+  if (cpu_has("avx2")) return {kChains * 32, "avx2", int8_chains_avx2};
+  return {kChains * 4, "scalar", int8_chains_scalar};
 }
 
 Kernel f32_kernel() {
-#if defined(__AVX512F__)
-  return {kChains * 16, "avx512", f32_chains};
-#elif defined(__AVX2__) && defined(__FMA__)
-  return {kChains * 8, "avx2-fma", f32_chains};
-#else
-  return {kChains * 4, "scalar", f32_chains};
-#endif
+  if (cpu_has("avx512")) return {kChains * 16, "avx512", f32_chains_avx512};
+  if (cpu_has("avx2")) return {kChains * 8, "avx2-fma", f32_chains_avx2};
+  return {kChains * 4, "scalar", f32_chains_scalar};
 }
 
 }  // namespace

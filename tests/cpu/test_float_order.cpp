@@ -17,7 +17,7 @@
 #include "core/context.h"
 #include "core/float16.h"
 #include "core/ops.h"
-#include "cpu/kernels/dot.h"
+#include "cpu/kernel_sets.h"
 
 namespace strata::cpu {
 namespace {
@@ -102,28 +102,29 @@ float vector_dot_f16_order(const std::vector<float>& x, const std::vector<float>
 float vector_dot_bf16_order(const std::vector<float>& x, const std::vector<float>& y) {
   const size_t k = x.size();
   float acc[2][16] = {};
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-  const size_t np = k & ~size_t{63};
-  for (size_t s = 0; s < np; s += 64) {
-    for (int h = 0; h < 2; ++h) {
-      const size_t b = s + 32 * h;
-      for (int l = 0; l < 16; ++l) {
-        acc[h][l] += x[b + 2 * l + 1] * y[b + 2 * l + 1];
-        acc[h][l] += x[b + 2 * l] * y[b + 2 * l];
+  size_t np = 0;
+  if (kernel_set().bf16_pairs) {
+    np = k & ~size_t{63};
+    for (size_t s = 0; s < np; s += 64) {
+      for (int h = 0; h < 2; ++h) {
+        const size_t b = s + 32 * h;
+        for (int l = 0; l < 16; ++l) {
+          acc[h][l] += x[b + 2 * l + 1] * y[b + 2 * l + 1];
+          acc[h][l] += x[b + 2 * l] * y[b + 2 * l];
+        }
+      }
+    }
+  } else {
+    np = k & ~size_t{31};
+    for (size_t s = 0; s < np; s += 32) {
+      for (int h = 0; h < 2; ++h) {
+        for (int l = 0; l < 16; ++l) {
+          const size_t e = s + 16 * h + l;
+          acc[h][l] = std::fma(x[e], y[e], acc[h][l]);
+        }
       }
     }
   }
-#else
-  const size_t np = k & ~size_t{31};
-  for (size_t s = 0; s < np; s += 32) {
-    for (int h = 0; h < 2; ++h) {
-      for (int l = 0; l < 16; ++l) {
-        const size_t e = s + 16 * h + l;
-        acc[h][l] = std::fma(x[e], y[e], acc[h][l]);
-      }
-    }
-  }
-#endif
   double sum = 0.0;
   sum += lane_tree(acc[0]);
   sum += lane_tree(acc[1]);
@@ -132,11 +133,7 @@ float vector_dot_bf16_order(const std::vector<float>& x, const std::vector<float
 }
 
 bool bf16_pairs() {
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
-  return true;
-#else
-  return false;
-#endif
+  return kernel_set().bf16_pairs;
 }
 
 float expected(Type t, const std::vector<float>& x, const std::vector<float>& y) {
@@ -189,7 +186,7 @@ class FloatDotOrder : public ::testing::TestWithParam<Type> {};
 
 TEST_P(FloatDotOrder, EveryTileShapeGivesTheEmulatedBits) {
   const Type t = GetParam();
-  const DotKernels* kern = dot_kernels(t);
+  const DotKernels* kern = kernel_set().dot_kernels(t);
   ASSERT_NE(kern, nullptr);
   std::mt19937 rng(1234);
   const int64_t sizes[] = {1,  7,  8,  9,   15,  16,  24,  31,  32,  40,  48,  63,  64,

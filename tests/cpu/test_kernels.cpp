@@ -9,10 +9,7 @@
 #include <vector>
 
 #include "core/float16.h"
-#include "cpu/kernels/convert.h"
-#include "cpu/kernels/dot.h"
-#include "cpu/kernels/dot_packed.h"
-#include "cpu/kernels/simd.h"
+#include "cpu/kernel_sets.h"
 
 namespace strata::cpu {
 namespace {
@@ -32,13 +29,13 @@ std::vector<float> awkward_floats(size_t n) {
 TEST(Convert, F16MatchesCoreReferenceBitForBit) {
   const std::vector<float> x = awkward_floats(100003);
   std::vector<core::Half> fast(x.size());
-  f32_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  kernel_set().f32_to_f16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) continue;  // NaN payloads may differ; NaN-ness is checked below
     ASSERT_EQ(fast[i].bits, core::float_to_half(x[i]).bits) << "x = " << x[i];
   }
   std::vector<float> back(x.size());
-  f16_to_f32(fast.data(), back.data(), static_cast<int64_t>(x.size()));
+  kernel_set().f16_to_f32(fast.data(), back.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     const float ref = core::half_to_float(fast[i]);
     ASSERT_TRUE(std::memcmp(&back[i], &ref, 4) == 0 || (std::isnan(back[i]) && std::isnan(ref)));
@@ -48,7 +45,7 @@ TEST(Convert, F16MatchesCoreReferenceBitForBit) {
 TEST(Convert, BF16MatchesCoreReferenceBitForBit) {
   const std::vector<float> x = awkward_floats(100003);
   std::vector<core::BFloat16> fast(x.size());
-  f32_to_bf16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
+  kernel_set().f32_to_bf16(x.data(), fast.data(), static_cast<int64_t>(x.size()));
   for (size_t i = 0; i < x.size(); ++i)
     ASSERT_EQ(fast[i].bits, core::float_to_bf16(x[i]).bits) << x[i];
 }
@@ -56,7 +53,8 @@ TEST(Convert, BF16MatchesCoreReferenceBitForBit) {
 // The vector exp is llama.cpp's approximation, step for step (so softmax and SiLU round as
 // there): within 2.5 ulp, subnormal results down to about e^-104, 0 below.
 TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
-#if defined(STRATA_CPU_AVX2)
+  const auto exp8 = kernel_set().vector_exp8;
+  if (exp8 == nullptr) GTEST_SKIP() << "kernel set " << kernel_set().name << " has no vector exp";
   std::vector<float> x;
   for (float v = -87.0f; v < 88.7f; v += 0.001237f) x.push_back(v);
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, -87.3f}) x.push_back(v);
@@ -64,7 +62,7 @@ TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
   double worst_ulps = 0.0;
   for (size_t i = 0; i < x.size(); i += 8) {
     float y[8];
-    _mm256_storeu_ps(y, simd::exp(_mm256_loadu_ps(x.data() + i)));
+    exp8(x.data() + i, y);
     for (int j = 0; j < 8; ++j) {
       const double ref = std::exp(static_cast<double>(x[i + j]));
       const double ulp = std::ldexp(1.0, std::ilogb(ref) - 23);
@@ -73,9 +71,9 @@ TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
   }
   EXPECT_LE(worst_ulps, 2.5);
 
-  alignas(32) float special[8] = {-INFINITY, -110.0f, -87.5f, 89.0f, INFINITY, NAN, 88.7f, -1e-45f};
+  const float special[8] = {-INFINITY, -110.0f, -87.5f, 89.0f, INFINITY, NAN, 88.7f, -1e-45f};
   float y[8];
-  _mm256_storeu_ps(y, simd::exp(_mm256_load_ps(special)));
+  exp8(special, y);
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_NEAR(y[2], std::exp(-87.5), 1e-6 * std::exp(-87.5));
@@ -84,20 +82,17 @@ TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
   EXPECT_TRUE(std::isnan(y[5]));
   EXPECT_TRUE(std::isfinite(y[6]) && y[6] > 3e38f);
   EXPECT_EQ(y[7], 1.0f);
-#else
-  GTEST_SKIP() << "no AVX2 in this build";
-#endif
 }
 
 // Every output of a tile equals the 1x1 tile of the same two rows, bit for bit.
 TEST(DotTile, OutputsDoNotDependOnTileShape) {
   for (uint32_t id = 0; id < 64; ++id) {
     const std::optional<core::Type> type = core::type_from_id(id);
-    if (!type || dot_kernels(*type) == nullptr) continue;
+    if (!type || kernel_set().dot_kernels(*type) == nullptr) continue;
     const core::Type wt = *type;
     // Five 32-element blocks, or two K-quant super-blocks.
     const int64_t kK = core::block_size(wt) > 32 ? 2 * core::block_size(wt) : 160;
-    const DotKernels& dk = *dot_kernels(wt);
+    const DotKernels& dk = *kernel_set().dot_kernels(wt);
     const size_t w_row = core::row_size(wt, kK);
     const size_t a_row = core::row_size(dk.act_type, kK);
     std::mt19937 rng(9);
@@ -111,7 +106,7 @@ TEST(DotTile, OutputsDoNotDependOnTileShape) {
     }
     for (int c = 0; c < dk.max_a; ++c) {
       for (float& v : tmp) v = dist(rng);
-      convert_activations(dk.act_type, tmp.data(), a.data() + c * a_row, kK);
+      kernel_set().convert_activations(dk.act_type, tmp.data(), a.data() + c * a_row, kK);
     }
     std::vector<float> full(static_cast<size_t>(dk.max_w * dk.max_a));
     dk.tile(kK, w.data(), w_row, dk.max_w, a.data(), a_row, dk.max_a, full.data(), 1, dk.max_w);
@@ -132,10 +127,10 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
   constexpr int64_t kK = 512;
   int checked = 0;
   for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0}) {
-    const PackedDot* pd = packed_dot(wt, kK);
+    const PackedDot* pd = kernel_set().packed_dot(wt, kK);
     if (pd == nullptr) continue;
     ++checked;
-    const DotKernels& dk = *dot_kernels(wt);
+    const DotKernels& dk = *kernel_set().dot_kernels(wt);
     const size_t w_row = core::row_size(wt, kK);
     const size_t a_row = pd->act_row_bytes(kK);
     const size_t plain_row = core::row_size(dk.act_type, kK);
@@ -154,7 +149,7 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
     for (int c = 0; c < pd->max_a; ++c) {
       for (float& v : tmp) v = dist(rng);
       pd->pack(tmp.data(), a + c * a_row, kK);
-      convert_activations(dk.act_type, tmp.data(), plain.data() + c * plain_row, kK);
+      kernel_set().convert_activations(dk.act_type, tmp.data(), plain.data() + c * plain_row, kK);
     }
     std::vector<float> full(static_cast<size_t>(pd->max_w * pd->max_a));
     pd->tile(kK, w.data(), w_row, pd->max_w, a, a_row, pd->max_a, full.data(), 1, pd->max_w);

@@ -14,9 +14,7 @@
 #include "core/graph.h"
 #include "core/ops.h"
 #include "cpu/graph_compute.h"
-#include "cpu/kernels/dot.h"
-#include "cpu/kernels/dot_packed.h"
-#include "cpu/kernels/quantize_act.h"
+#include "cpu/kernel_sets.h"
 #include "kquant_reference.h"
 #include "test_util.h"
 
@@ -160,7 +158,7 @@ TEST(KQuantOrder, EmulationMatchesHandComputedCases) {
 // Every output of every tile shape mul_mat uses equals the emulation, bit for bit.
 TEST(KQuantOrder, EveryTileShapeMatchesLlamaCpp) {
   for (const KType& t : kTypes) {
-    const DotKernels& dk = *dot_kernels(t.type);
+    const DotKernels& dk = *kernel_set().dot_kernels(t.type);
     for (int64_t k : {256, 512, 768, 1280}) {
       const int64_t nb = k / kQK_K;
       const int rows = dk.max_w + 1, acts = dk.max_a + 1;
@@ -206,7 +204,7 @@ TEST(KQuantOrder, PackedPathMatchesLlamaCpp) {
   int checked = 0;
   for (const KType& t : kTypes) {
     for (int64_t k : {256, 1024, 2816}) {
-      const PackedDot* pd = packed_dot(t.type, k);
+      const PackedDot* pd = kernel_set().packed_dot(t.type, k);
       if (pd == nullptr) continue;
       ++checked;
       const int64_t nb = k / kQK_K;

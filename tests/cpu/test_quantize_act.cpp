@@ -9,8 +9,7 @@
 
 #include "core/float16.h"
 #include "core/types.h"
-#include "cpu/kernels/dot_packed.h"
-#include "cpu/kernels/quantize_act.h"
+#include "cpu/kernel_sets.h"
 
 namespace strata::cpu {
 namespace {
@@ -91,18 +90,18 @@ void expect_same_as(Type type, void (*reference)(const float*, void*, int64_t),
 // llama.cpp's activation rounding (127 / amax, ties to even), written out plainly.
 void q8_0_activation_reference(const float* x, void* dst, int64_t n) {
   auto* b = static_cast<core::BlockQ8_0*>(dst);
-  for (int64_t i = 0; i < n / 32; ++i) q8_0_block_portable(x + 32 * i, b[i]);
+  for (int64_t i = 0; i < n / 32; ++i) kernel_set().q8_0_block_portable(x + 32 * i, b[i]);
 }
 
 TEST(QuantizeAct, Q8_0MatchesScalarActivationQuantizerBitForBit) {
-  expect_same_as(Type::kQ8_0, q8_0_activation_reference, quantize_q8_0);
+  expect_same_as(Type::kQ8_0, q8_0_activation_reference, kernel_set().quantize_q8_0);
 }
 
 // Differs from the weight quantizer only in rounding: never by more than one level.
 TEST(QuantizeAct, Q8_0ActivationsWithinOneLevelOfWeightQuantizer) {
   const std::vector<float> x = test_rows(32, 200, 3);
   std::vector<core::BlockQ8_0> a(200), w(200);
-  quantize_q8_0(x.data(), a.data(), 32 * 200);
+  kernel_set().quantize_q8_0(x.data(), a.data(), 32 * 200);
   core::traits(Type::kQ8_0).from_float(x.data(), w.data(), 32 * 200);
   int differing = 0;
   for (size_t b = 0; b < a.size(); ++b) {
@@ -116,14 +115,14 @@ TEST(QuantizeAct, Q8_0ActivationsWithinOneLevelOfWeightQuantizer) {
 }
 
 TEST(QuantizeAct, Q8_KMatchesCoreReferenceBitForBit) {
-  expect_same_as(Type::kQ8_K, core::traits(Type::kQ8_K).from_float, quantize_q8_k);
+  expect_same_as(Type::kQ8_K, core::traits(Type::kQ8_K).from_float, kernel_set().quantize_q8_k);
 }
 
 // mul_mat packs a row in pieces when there are fewer rows than threads.
 TEST(QuantizeAct, PackingInPiecesEqualsPackingWhole) {
   for (Type type : {Type::kQ4_0, Type::kQ8_0, Type::kQ4_K, Type::kQ6_K}) {
     const int64_t k = 4096;
-    const PackedDot* p = packed_dot(type, k);
+    const PackedDot* p = kernel_set().packed_dot(type, k);
     if (p == nullptr) continue;
     const std::vector<float> x = test_rows(k, 1, 7);
     const size_t bytes = p->act_row_bytes(k);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 
+#include "cpu/kernel_sets.h"
 #include "decode_all.h"
 #include "devices/host_device.h"
 #include "engine/session.h"
@@ -70,6 +71,12 @@ TEST_P(GoldenF32, PromptLogitsAreBitIdentical) {
   EXPECT_EQ(l.model->tokenizer().encode(g->prompt, true), g->prompt_tokens);
   auto logits = prompt_logits(*l.session, g->prompt_tokens);
   ASSERT_EQ(logits.size(), g->logits.size());
+  if (!cpu::kernel_set().llama_order) {
+    // The scalar kernel set sums in its own order: the f16 roundings then differ here and
+    // there (measured rms up to 7e-5).
+    EXPECT_LT(rms_diff(logits, g->logits), 5e-4) << "kernel set " << cpu::kernel_set().name;
+    return;
+  }
   EXPECT_TRUE(logits == g->logits) << "max abs difference " << max_abs_diff(logits, g->logits)
                                    << ", rms " << rms_diff(logits, g->logits);
 }
@@ -118,10 +125,17 @@ TEST_P(GoldenTyped, WithinATenthOfTheQuantizationError) {
   const double between = rms_diff(logits, g->logits);
   RecordProperty("rms_vs_same_type", std::to_string(between));
   RecordProperty("ratio", std::to_string(between / theirs));
-  EXPECT_LT(between, 0.1 * theirs);
   // Our own quantization error equals llama.cpp's (the format is read right).
   EXPECT_NEAR(rms_diff(logits, ref->logits), theirs, 0.03 * theirs);
-  if (c.exact) {
+  // The golden files come from llama.cpp's AVX-512 build, which takes bf16 products in
+  // vdpbf16ps pairs. A kernel set without AVX-512 BF16 (bf16), or the scalar set (any type),
+  // sums in another order and so rounds the f16 KV cache differently in places: it is held to
+  // the same quantization error and to a looser distance from llama.cpp's run (measured at most
+  // 0.46 of the quantization error, against 0.1 for the sets that sum in its order).
+  const cpu::KernelSet& ks = cpu::kernel_set();
+  const bool same_order = ks.llama_order && (c.name != "synth256-bf16" || ks.bf16_pairs);
+  EXPECT_LT(between, (same_order ? 0.1 : 0.6) * theirs) << "kernel set " << ks.name;
+  if (c.exact && same_order) {
     EXPECT_EQ(logits, g->logits);
   }
 }

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "cpu/kernel_sets.h"
 #include "decode_all.h"
 #include "devices/host_device.h"
 #include "engine/session.h"
@@ -57,6 +58,12 @@ TEST_P(GoldenArch, PromptLogitsMatchLlamaCpp) {
     ASSERT_EQ(logits.size(), g->logits.size());
     const double rel = rms_diff(logits, g->logits) / rms(g->logits);
     RecordProperty(std::string("rel_rms_") + prompt, std::to_string(rel));
+    if (!cpu::kernel_set().llama_order) {
+      // The scalar kernel set sums in its own order, so the f16 KV cache rounds differently
+      // here and there: held to the bound the Llama F32 golden test uses for it.
+      EXPECT_LT(rms_diff(logits, g->logits), 5e-4) << prompt;
+      continue;
+    }
     EXPECT_LE(rel, c.rel_bound) << prompt;
     if (c.rel_bound == 0) {
       EXPECT_TRUE(logits == g->logits) << prompt;

@@ -4,7 +4,7 @@
 
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 void argmax(const core::Tensor& dst, const KernelArgs& args) {
   const core::Tensor& a = *dst.src[0];
@@ -28,4 +28,4 @@ void argmax(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -4,7 +4,7 @@
 
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 using core::BFloat16;
 using core::Half;
@@ -122,4 +122,4 @@ void scatter_from_f32(Type type, const float* src, uint8_t* dst, size_t stride, 
   for (int64_t i = 0; i < n; ++i) from_float(src + i, dst + static_cast<size_t>(i) * stride, 1);
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -11,7 +11,7 @@
 #include "core/float16.h"
 #include "core/types.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 void f16_to_f32(const core::Half* src, float* dst, int64_t n);
 void f32_to_f16(const float* src, core::Half* dst, int64_t n);
@@ -28,4 +28,4 @@ void gather_to_f32(core::Type type, const uint8_t* src, size_t stride, float* ds
 /// n dense floats to elements of a non-quantized type `stride` bytes apart.
 void scatter_from_f32(core::Type type, const float* src, uint8_t* dst, size_t stride, int64_t n);
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -9,7 +9,7 @@
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -55,4 +55,4 @@ void cpy(const Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

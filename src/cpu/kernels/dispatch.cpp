@@ -1,11 +1,9 @@
-#include "cpu/kernels/dispatch.h"
-
 #include <string>
 
 #include "cpu/kernels/dot.h"
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Op;
@@ -346,4 +344,4 @@ Status compute_node(const Tensor& node, const KernelArgs& args) {
   return error(ErrorCode::kInternal, "cpu: unknown op");
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

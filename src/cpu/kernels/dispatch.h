@@ -1,4 +1,6 @@
 // One entry point for computing any node on the CPU: checks, scratch size, dispatch.
+//
+// Each call goes to the kernel set picked for this CPU (cpu/kernel_sets.h).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/quantize_act.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 const DotKernels* dot_kernels(core::Type weight_type) {
   switch (weight_type) {
@@ -45,4 +45,4 @@ void convert_activations(core::Type act_type, const float* src, void* dst, int64
   row_from_f32(act_type, src, dst, n);
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -10,25 +10,9 @@
 #include <cstdint>
 
 #include "core/types.h"
+#include "cpu/kernels/kernel_set.h"
 
-namespace strata::cpu {
-
-/// out[iw * ldo_w + ia * ldo_a] = dot(w row iw, a row ia) for iw < nw, ia < na. Rows hold k
-/// elements; weight rows are `ldw` bytes apart, activation rows `lda` bytes apart.
-using DotTileFn = void (*)(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
-                           size_t lda, int na, float* out, int64_t ldo_w, int64_t ldo_a);
-
-/// How mul_mat computes with one weight type.
-struct DotKernels {
-  core::Type act_type;  ///< activations are rounded to this type before the dot products
-  int max_w;            ///< largest nw the tile kernel accepts
-  int max_a;            ///< largest na the tile kernel accepts
-  DotTileFn tile;
-  /// The same dot products summed in llama.cpp's vector-dot order (ggml_vec_dot_*), which its
-  /// mul_mat_id always takes while its mul_mat takes a GEMM with another order when k allows;
-  /// null where the two orders agree (the block types).
-  DotTileFn vector_order_tile = nullptr;
-};
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 /// Kernels for a weight type, or nullptr when mul_mat cannot use that type as weights.
 const DotKernels* dot_kernels(core::Type weight_type);
@@ -52,4 +36,4 @@ extern const DotKernels kDotQ4_K;
 extern const DotKernels kDotQ5_K;
 extern const DotKernels kDotQ6_K;
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

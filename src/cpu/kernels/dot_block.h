@@ -22,7 +22,7 @@
 
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 /// How far ahead of the block being read each weight row is prefetched.
 inline constexpr int64_t kPrefetchBytes = 1536;
@@ -73,4 +73,4 @@ struct BlockDot {
   }
 };
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -30,7 +30,7 @@
 #define STRATA_DOT_BF16_PAIRS 1
 #endif
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 // How to read elements of each row type as f32. Conversions from f16/bf16 are exact.
@@ -377,4 +377,4 @@ const DotKernels kDotF16 = {core::Type::kF16, kMaxW, kMaxA,
 const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA, tile_dispatch<BF16Dot, kMaxW, kMaxA>,
                              tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

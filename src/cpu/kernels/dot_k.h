@@ -13,7 +13,7 @@
 #include "core/blocks.h"
 #include "cpu/kernels/simd_int.h"
 
-namespace strata::cpu::kquant {
+namespace strata::cpu::STRATA_KERNEL_NS::kquant {
 
 using core::BlockQ8_K;
 using core::kQK_K;
@@ -125,4 +125,4 @@ inline void add_groups16(__m512i u, __m128i scales, const KDecoder::Act (&act)[N
 
 #endif  // STRATA_CPU_AVX512
 
-}  // namespace strata::cpu::kquant
+}  // namespace strata::cpu::STRATA_KERNEL_NS::kquant

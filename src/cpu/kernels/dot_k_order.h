@@ -21,7 +21,7 @@
 #include "cpu/kernels/dot_block.h"
 #include "cpu/kernels/dot_k.h"
 
-namespace strata::cpu::kquant {
+namespace strata::cpu::STRATA_KERNEL_NS::kquant {
 
 /// ggml's hsum_float_8: high half plus low half, then movehl, then movehdup.
 inline float sum8(const float* a) {
@@ -102,4 +102,4 @@ inline float sum8_half(__m512 v, int half) {
 
 #endif  // STRATA_CPU_AVX512
 
-}  // namespace strata::cpu::kquant
+}  // namespace strata::cpu::STRATA_KERNEL_NS::kquant

@@ -14,7 +14,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/simd_int.h"
 
-namespace strata::cpu::kquant {
+namespace strata::cpu::STRATA_KERNEL_NS::kquant {
 
 /// One packed activation super-block, 320 bytes so every one starts a cache line.
 struct alignas(64) PackedQ8K {
@@ -33,9 +33,9 @@ void pack_q8k(const float* src, uint8_t* dst, int64_t k);
 /// Bytes of a packed row of k elements.
 size_t packed_q8k_row_bytes(int64_t k);
 
-}  // namespace strata::cpu::kquant
+}  // namespace strata::cpu::STRATA_KERNEL_NS::kquant
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 #if defined(STRATA_CPU_AVX512)
 // The packed paths, defined beside their kernels (dot_packed_q4_q5_k.cpp, dot_packed_q6_k.cpp).
@@ -44,4 +44,4 @@ extern const PackedDot kPackedQ5_K;
 extern const PackedDot kPackedQ6_K;
 #endif
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -1,6 +1,6 @@
 #include "cpu/kernels/dot_packed.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
   if (const PackedDot* p = packed_dot_q8_0(weight_type, k)) return p;
@@ -8,4 +8,4 @@ const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
   return packed_dot_q8(weight_type, k);
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -6,7 +6,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/quantize_act.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace kquant {
 
 template <bool Flipped>
@@ -49,4 +49,4 @@ const PackedDot* packed_dot_k(core::Type weight_type, int64_t k) {
   return nullptr;
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

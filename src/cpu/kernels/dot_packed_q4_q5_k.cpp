@@ -17,7 +17,7 @@
 
 #if defined(STRATA_CPU_AVX512)
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ4_K;
@@ -199,6 +199,6 @@ const PackedDot kPackedQ5_K = {Q5::kMaxW,
                                kquant::pack_q8k<false>,
                                tile_dispatch<Q5, Q5::kMaxW, Q5::kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS
 
 #endif  // STRATA_CPU_AVX512

@@ -15,7 +15,7 @@
 
 #if defined(STRATA_CPU_AVX512)
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ6_K;
@@ -146,6 +146,6 @@ const PackedDot kPackedQ6_K = {PackedQ6K::kMaxW,
                                kquant::pack_q8k<true>,
                                tile_dispatch<PackedQ6K, PackedQ6K::kMaxW, PackedQ6K::kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS
 
 #endif  // STRATA_CPU_AVX512

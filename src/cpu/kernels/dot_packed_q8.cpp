@@ -24,7 +24,7 @@
 #define STRATA_CPU_PACKED_Q8 1
 #endif
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ4_0;
@@ -185,4 +185,4 @@ const PackedDot* packed_dot_q8(core::Type weight_type, int64_t k) {
   return nullptr;
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

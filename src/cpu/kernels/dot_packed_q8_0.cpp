@@ -19,7 +19,7 @@
 #include "cpu/kernels/quantize_act.h"
 #include "cpu/kernels/simd_int.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ8_0;
@@ -266,4 +266,4 @@ const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k) {
   return nullptr;
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -10,7 +10,7 @@
 #include "cpu/kernels/dot_k.h"
 #include "cpu/kernels/dot_tile.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ2_K;
@@ -106,4 +106,4 @@ constexpr int kMaxA = 2;
 const DotKernels kDotQ2_K = {core::Type::kQ8_K, kMaxW, kMaxA,
                              tile_dispatch<BlockDot<Q2KDot>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -12,7 +12,7 @@
 #include "cpu/kernels/dot_k.h"
 #include "cpu/kernels/dot_tile.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ3_K;
@@ -137,4 +137,4 @@ constexpr int kMaxA = 2;
 const DotKernels kDotQ3_K = {core::Type::kQ8_K, kMaxW, kMaxA,
                              tile_dispatch<BlockDot<Q3KDot>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

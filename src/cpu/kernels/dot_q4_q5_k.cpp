@@ -26,7 +26,7 @@
 #include "cpu/kernels/dot_k_order.h"
 #include "cpu/kernels/dot_tile.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ4_K;
@@ -182,4 +182,4 @@ const DotKernels kDotQ5_K = {
     core::Type::kQ8_K, kMaxW, kMaxA,
     tile_dispatch<kquant::PairwiseDot<ScaleMinDot<Q5KLevels>>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -15,7 +15,7 @@
 #include "cpu/kernels/dot_k_order.h"
 #include "cpu/kernels/dot_tile.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ6_K;
@@ -105,4 +105,4 @@ constexpr int kMaxA = 4;
 const DotKernels kDotQ6_K = {core::Type::kQ8_K, kMaxW, kMaxA,
                              tile_dispatch<kquant::PairwiseDot<Q6KDot>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -13,7 +13,7 @@
 #include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd_int.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ4_0;
@@ -126,4 +126,4 @@ const DotKernels kDotQ4_0 = {core::Type::kQ8_0, kMaxW, kMaxA,
 const DotKernels kDotQ5_0 = {core::Type::kQ8_0, kMaxW, kMaxA,
                              tile_dispatch<BlockDot<SymmetricDot<Q5Weights>>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

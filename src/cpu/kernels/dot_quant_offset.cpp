@@ -14,7 +14,7 @@
 #include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd_int.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ4_1;
@@ -120,4 +120,4 @@ const DotKernels kDotQ4_1 = {core::Type::kQ8_1, kMaxW, kMaxA,
 const DotKernels kDotQ5_1 = {core::Type::kQ8_1, kMaxW, kMaxA,
                              tile_dispatch<BlockDot<OffsetDot<Q5Weights>>, kMaxW, kMaxA>};
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 /// Calls Kernel::template run<NW, NA>(...) for the runtime nw in [1, NW] and na in [1, NA].
 /// Each shape is its own instantiation so accumulators stay in registers, and edge tiles use
@@ -27,4 +27,4 @@ void tile_dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_
   Kernel::template run<NW, NA>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -13,7 +13,7 @@
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 constexpr int kLanes = 16;
@@ -83,4 +83,4 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -7,7 +7,7 @@
 
 #include "core/types.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 /// Whether dot_transposed_rows handles weights of `type` with rows of k elements: F32 or F16,
 /// k a multiple of 16 (the float kernels' GEMM order, which it reproduces).
@@ -23,4 +23,4 @@ size_t dot_transposed_scratch(int64_t k, int64_t m);
 void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
                          const uint8_t* a, float* out, int64_t ldo, float* scratch);
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

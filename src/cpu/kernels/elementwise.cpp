@@ -10,7 +10,7 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -232,4 +232,4 @@ void scale(const Tensor& dst, const KernelArgs& args) {
   unary(dst, args, ScaleOp{std::get<core::ScaleParams>(dst.params).scale});
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

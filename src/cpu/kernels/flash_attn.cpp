@@ -26,7 +26,7 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -317,4 +317,4 @@ void flash_attn(const Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

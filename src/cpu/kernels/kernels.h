@@ -12,7 +12,12 @@
 #include "core/tensor.h"
 #include "cpu/kernels/kernel_args.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
+
+// This set's entry points for dispatch.h (dispatch.cpp), documented there.
+Status check_node(const core::Tensor& node);
+size_t work_size(const core::Tensor& node, int n_threads);
+Status compute_node(const core::Tensor& node, const KernelArgs& args);
 
 void mul_mat(const core::Tensor& dst, const KernelArgs& args);
 void add(const core::Tensor& dst, const KernelArgs& args);
@@ -47,4 +52,4 @@ size_t flash_attn_work_size(const core::Tensor& dst, int nth);
 size_t top_k_work_size(const core::Tensor& dst, int nth);
 size_t mul_mat_id_work_size(const core::Tensor& dst, int nth);
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

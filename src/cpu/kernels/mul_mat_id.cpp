@@ -23,7 +23,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -233,4 +233,4 @@ Status mul_mat_id(const Tensor& dst, const KernelArgs& args) {
   return {};
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

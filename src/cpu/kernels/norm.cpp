@@ -8,7 +8,7 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 // The squares are rounded to f32 and added one after another in double: llama.cpp's order,
@@ -56,4 +56,4 @@ void rms_norm(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -15,7 +15,7 @@
 #include "core/types.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::BlockQ8_0;
@@ -149,4 +149,4 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
 #endif
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -6,7 +6,7 @@
 
 #include "core/blocks.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 /// Per 32 floats: d = f16(amax / 127), q = x * (127 / amax) rounded half to even (NaN to 0).
 /// This is llama.cpp's x86 activation quantizer; core's q8_0_from_float (used for weights, as
@@ -23,4 +23,4 @@ void q8_0_block_portable(const float* x, core::BlockQ8_0& b);
 /// n is a multiple of 256.
 void quantize_q8_k(const float* src, void* dst, int64_t n);
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

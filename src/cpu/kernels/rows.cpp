@@ -10,7 +10,7 @@
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -92,4 +92,4 @@ Status set_rows(const Tensor& dst, const KernelArgs& args) {
   return {};
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-namespace strata::cpu::simd {
+namespace strata::cpu::STRATA_KERNEL_NS::simd {
 
 /// The order of hsum16 in portable code: lane i + lane i + 8, then + 4, + 2, + 1.
 inline float lane_tree16(const float* lane) {
@@ -140,4 +140,4 @@ inline __m256 exp(__m256 x) {
 
 #endif  // STRATA_CPU_AVX2
 
-}  // namespace strata::cpu::simd
+}  // namespace strata::cpu::STRATA_KERNEL_NS::simd

@@ -24,7 +24,7 @@
 #define STRATA_CPU_AVX512 1
 #endif
 
-namespace strata::cpu::simd {
+namespace strata::cpu::STRATA_KERNEL_NS::simd {
 
 #if defined(STRATA_CPU_AVX2)
 
@@ -128,4 +128,4 @@ inline __m512i pairs_u8_i8(__m512i u, __m512i y) {
 
 #endif  // STRATA_CPU_AVX512
 
-}  // namespace strata::cpu::simd
+}  // namespace strata::cpu::STRATA_KERNEL_NS::simd

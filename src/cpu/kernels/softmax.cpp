@@ -10,7 +10,7 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 inline float load_f32(const uint8_t* p) {
@@ -84,4 +84,4 @@ void soft_max(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

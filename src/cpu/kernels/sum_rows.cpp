@@ -4,7 +4,7 @@
 
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 void sum_rows(const core::Tensor& dst, const KernelArgs& args) {
   const core::Tensor& a = *dst.src[0];
@@ -23,4 +23,4 @@ void sum_rows(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

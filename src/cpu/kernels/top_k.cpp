@@ -10,7 +10,7 @@
 
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 
 size_t top_k_work_size(const core::Tensor& dst, int nth) {
   return scratch_bytes(0, static_cast<size_t>(dst.src[0]->ne[0]) * sizeof(int32_t), nth);
@@ -47,4 +47,4 @@ void top_k(const core::Tensor& dst, const KernelArgs& args) {
   }
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

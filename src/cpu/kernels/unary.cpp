@@ -10,7 +10,7 @@
 #include "core/float16.h"
 #include "cpu/kernels/kernels.h"
 
-namespace strata::cpu {
+namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
 
 using core::Tensor;
@@ -62,4 +62,4 @@ void tanh(const Tensor& dst, const KernelArgs& args) {
   unary_scalar(dst, args, [](float x) { return std::tanh(x); });
 }
 
-}  // namespace strata::cpu
+}  // namespace strata::cpu::STRATA_KERNEL_NS

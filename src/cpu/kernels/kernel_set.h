@@ -1,0 +1,83 @@
+// The table through which the rest of strata reaches one kernel set, and the types it names.
+//
+// Every file of this folder is compiled once per kernel set (see src/cpu/CMakeLists.txt), with
+// that set's instruction-set flags and inside its own namespace, strata::cpu::<set>
+// (STRATA_KERNEL_NS). Each set fills one KernelSet (kernel_set.cpp); src/cpu/kernel_sets.cpp
+// picks the table the CPU can run. This header holds no code, so the sets and the baseline
+// code that calls them share it without sharing a single compiled function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/blocks.h"
+#include "core/float16.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "core/types.h"
+#include "cpu/kernels/kernel_args.h"
+
+namespace strata::cpu {
+
+/// out[iw * ldo_w + ia * ldo_a] = dot(w row iw, a row ia) for iw < nw, ia < na. Rows hold k
+/// elements; weight rows are `ldw` bytes apart, activation rows `lda` bytes apart.
+using DotTileFn = void (*)(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
+                           size_t lda, int na, float* out, int64_t ldo_w, int64_t ldo_a);
+
+/// How mul_mat computes with one weight type.
+struct DotKernels {
+  core::Type act_type;  ///< activations are rounded to this type before the dot products
+  int max_w;            ///< largest nw the tile kernel accepts
+  int max_a;            ///< largest na the tile kernel accepts
+  DotTileFn tile;
+  /// The same dot products summed in llama.cpp's vector-dot order (ggml_vec_dot_*), which its
+  /// mul_mat_id always takes while its mul_mat takes a GEMM with another order when k allows;
+  /// null where the two orders agree (the block types).
+  DotTileFn vector_order_tile = nullptr;
+};
+
+/// A packed mul_mat path (see dot_packed.h).
+struct PackedDot {
+  int max_w;  ///< largest nw the tile kernel accepts
+  int max_a;  ///< largest na the tile kernel accepts
+  /// Elements per packed group: pack and act_row_bytes take any multiple of it, and packing a
+  /// row piece by piece (at multiples of it) gives the same bytes as packing it whole.
+  int64_t group;
+  /// Bytes of one packed activation row of k elements (a multiple of 64).
+  size_t (*act_row_bytes)(int64_t k);
+  /// A dense f32 row of k elements to its packed form; dst is 64-byte aligned.
+  void (*pack)(const float* src, uint8_t* dst, int64_t k);
+  /// As DotKernels::tile, with activation rows in pack's layout, 64-byte aligned.
+  DotTileFn tile;
+};
+
+/// One kernel set: the node entry points of dispatch.h, then the internals that the kernel
+/// tests (tests/cpu) check directly, so that they check the set that runs.
+struct KernelSet {
+  const char* name;  ///< as STRATA_KERNELS takes it: "avx2", "avx512", ...
+
+  Status (*check_node)(const core::Tensor& node);
+  size_t (*work_size)(const core::Tensor& node, int n_threads);
+  Status (*compute_node)(const core::Tensor& node, const KernelArgs& args);
+
+  const DotKernels* (*dot_kernels)(core::Type weight_type);
+  const PackedDot* (*packed_dot)(core::Type weight_type, int64_t k);
+  void (*convert_activations)(core::Type act_type, const float* src, void* dst, int64_t n);
+  void (*quantize_q8_0)(const float* src, void* dst, int64_t n);
+  void (*quantize_q8_k)(const float* src, void* dst, int64_t n);
+  void (*q8_0_block_portable)(const float* x, core::BlockQ8_0& b);
+  void (*f16_to_f32)(const core::Half* src, float* dst, int64_t n);
+  void (*f32_to_f16)(const float* src, core::Half* dst, int64_t n);
+  void (*bf16_to_f32)(const core::BFloat16* src, float* dst, int64_t n);
+  void (*f32_to_bf16)(const float* src, core::BFloat16* dst, int64_t n);
+  /// e^x for 8 floats with the set's vector exp (simd::exp); nullptr where it has none.
+  void (*vector_exp8)(const float* x, float* y);
+  /// Whether bf16 dot products take AVX-512 BF16 pairs, which round in another order
+  /// (dot_float.cpp).
+  bool bf16_pairs;
+  /// Whether the float and int8 sums follow llama.cpp's order (every SIMD set does; the scalar
+  /// set's portable loops do not), which the golden tests compare bit for bit.
+  bool llama_order;
+};
+
+}  // namespace strata::cpu
