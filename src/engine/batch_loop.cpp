@@ -1,9 +1,36 @@
 #include "engine/batch_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace strata::engine {
+namespace {
+
+// Log-softmax of the logits at `token`, and the n largest, summed in double.
+TokenProbs probs_of(std::span<const float> logits, int32_t token, int32_t n) {
+  const float m = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - m);
+  const double log_z = m + std::log(sum);
+  TokenProbs p;
+  p.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
+  const auto k = static_cast<size_t>(std::min<int64_t>(n, static_cast<int64_t>(logits.size())));
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      const float la = logits[static_cast<size_t>(a)];
+                      const float lb = logits[static_cast<size_t>(b)];
+                      return la > lb || (la == lb && a < b);
+                    });
+  for (size_t i = 0; i < k; ++i) {
+    p.top.emplace_back(ids[i], static_cast<float>(logits[static_cast<size_t>(ids[i])] - log_z));
+  }
+  return p;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<BatchLoop>> BatchLoop::create(Session& session, const BatchLoopParams& p) {
   if (p.n_slots < 1 || p.n_slots > KvCells::kMaxSeqs) {
@@ -142,7 +169,8 @@ Status BatchLoop::step() {
   const model::Tokenizer& tok = session_.model().tokenizer();
   for (size_t r = 0; r < row_slot.size(); ++r) {
     Slot& s = *row_slot[r];
-    const int32_t t = s.sampler->sample(session_.logits(static_cast<int64_t>(r)));
+    const std::span<const float> logits = session_.logits(static_cast<int64_t>(r));
+    const int32_t t = s.sampler->sample(logits);
     if (tok.is_eog(t)) {
       s.next = -1;
       finish(s, FinishReason::kStop);
@@ -150,6 +178,7 @@ Status BatchLoop::step() {
     }
     s.sampler->accept(t);
     ++s.generated;
+    if (s.req.n_probs >= 0 && s.req.on_probs) s.req.on_probs(probs_of(logits, t, s.req.n_probs));
     if (s.req.on_token && !s.req.on_token(t)) {
       s.next = -1;
       finish(s, FinishReason::kCancelled);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -21,6 +22,13 @@ namespace strata::engine {
 /// Why a request ended.
 enum class FinishReason { kStop, kLength, kCancelled, kError };
 
+/// The model's log-probabilities at a generated token (from the raw logits, before sampling
+/// filters): the chosen token's, and the most likely tokens' in decreasing order.
+struct TokenProbs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 struct Request {
   std::vector<int32_t> prompt;  ///< tokens, BOS included as the caller wants
   int32_t max_tokens = 128;     ///< tokens to generate at most
@@ -28,6 +36,10 @@ struct Request {
   /// Called with each generated token (end-of-generation tokens are not passed); returning
   /// false cancels the request, which frees its slot at once.
   std::function<bool(int32_t token)> on_token;
+  /// -1: no probabilities; n >= 0: on_probs gets each generated token's log-probability and
+  /// the n most likely tokens', just before on_token.
+  int32_t n_probs = -1;
+  std::function<void(const TokenProbs& probs)> on_probs;
   /// Called once when the request ends; `error` is set with kError.
   std::function<void(FinishReason reason, const Status& error)> on_done;
 };

@@ -21,6 +21,8 @@ struct Event {
   int32_t token = -1;  ///< when !done
   engine::FinishReason reason = engine::FinishReason::kStop;
   Status error;
+  bool has_probs = false;
+  engine::TokenProbs probs;  ///< when has_probs
 };
 
 class Channel {

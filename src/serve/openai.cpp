@@ -91,6 +91,23 @@ Result<CompletionRequest> parse_completion(const std::string& body, bool chat) {
   STRATA_RETURN_IF_ERROR(number(j, "frequency_penalty", -2.0, 2.0, frequency));
   r.sampling.presence_penalty = presence;
   r.sampling.frequency_penalty = frequency;
+  int64_t n_probs = -1;
+  if (chat) {
+    if (j.contains("logprobs") && !j["logprobs"].is_null()) {
+      if (!j["logprobs"].is_boolean()) return bad("'logprobs' must be a boolean");
+      if (j["logprobs"].get<bool>()) n_probs = 0;
+    }
+    int64_t top = -1;
+    STRATA_RETURN_IF_ERROR(integer(j, "top_logprobs", 0, 20, top));
+    if (top >= 0) {
+      if (n_probs < 0) return bad("'top_logprobs' needs 'logprobs': true");
+      n_probs = top;
+    }
+  } else {
+    STRATA_RETURN_IF_ERROR(integer(j, "logprobs", 0, 5, n_probs));
+  }
+  STRATA_RETURN_IF_ERROR(integer(j, "n_probs", 0, 20, n_probs));
+  r.n_probs = static_cast<int32_t>(n_probs);
   if (j.contains("stop") && !j["stop"].is_null()) {
     const json& s = j["stop"];
     if (s.is_string()) {

@@ -25,6 +25,9 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   std::string model;
+  /// -1: no log-probabilities; n >= 0: each token's, with the n most likely alternatives
+  /// (completions: `logprobs` or llama.cpp's `n_probs`; chat: `logprobs` and `top_logprobs`).
+  int32_t n_probs = -1;
 };
 
 /// Parses a request body; kInvalidArgument naming the field for malformed JSON, wrong types,

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "engine/batch_loop.h"
@@ -125,11 +126,30 @@ struct Server::Impl {
     r.max_tokens =
         parsed->max_tokens > 0 ? parsed->max_tokens : static_cast<int32_t>(loop->slot_context());
     r.sampling = parsed->sampling;
-    r.on_token = [ch](int32_t t) {
-      ch->push({false, t, {}, {}});
+    // on_probs comes just before on_token, on the loop thread: the token's event carries them.
+    auto probs = std::make_shared<std::optional<engine::TokenProbs>>();
+    r.n_probs = parsed->n_probs;
+    if (r.n_probs >= 0) {
+      r.on_probs = [probs](const engine::TokenProbs& p) { *probs = p; };
+    }
+    r.on_token = [ch, probs](int32_t t) {
+      Event e;
+      e.token = t;
+      if (probs->has_value()) {
+        e.has_probs = true;
+        e.probs = std::move(**probs);
+        probs->reset();
+      }
+      ch->push(std::move(e));
       return !ch->abandoned();
     };
-    r.on_done = [ch](engine::FinishReason why, const Status& st) { ch->push({true, -1, why, st}); };
+    r.on_done = [ch](engine::FinishReason why, const Status& st) {
+      Event e;
+      e.done = true;
+      e.reason = why;
+      e.error = st;
+      ch->push(std::move(e));
+    };
     if (Status st = loop->submit(std::move(r)); !st.ok()) {
       metrics.requests_failed++;
       return send_error(res, 400, st.message(), "invalid_request_error");
@@ -157,6 +177,48 @@ struct Server::Impl {
         return *e;
       }
     };
+    // Log-probabilities in the API's two shapes, built token by token.
+    auto logprobs = std::make_shared<json>(chat_api ? json{{"content", json::array()}}
+                                                    : json{{"tokens", json::array()},
+                                                           {"token_logprobs", json::array()},
+                                                           {"top_logprobs", json::array()},
+                                                           {"text_offset", json::array()}});
+    auto offset = std::make_shared<size_t>(0);
+    auto add_probs = [chat_api, &tok, logprobs, offset](const Event& e) {
+      if (!e.has_probs) return;
+      const std::string piece = tok.token_to_piece(e.token);
+      auto bytes = [](const std::string& s) {
+        json b = json::array();
+        for (unsigned char c : s) b.push_back(static_cast<int>(c));
+        return b;
+      };
+      if (chat_api) {
+        json top = json::array();
+        for (const auto& [alt, lp] : e.probs.top) {
+          const std::string p = tok.token_to_piece(alt);
+          top.push_back({{"token", p}, {"logprob", lp}, {"bytes", bytes(p)}});
+        }
+        (*logprobs)["content"].push_back({{"token", piece},
+                                          {"logprob", e.probs.logprob},
+                                          {"bytes", bytes(piece)},
+                                          {"top_logprobs", top}});
+        return;
+      }
+      json top = json::object();
+      for (const auto& [alt, lp] : e.probs.top) top[tok.token_to_piece(alt)] = lp;
+      (*logprobs)["tokens"].push_back(piece);
+      (*logprobs)["token_logprobs"].push_back(e.probs.logprob);
+      (*logprobs)["top_logprobs"].push_back(top);
+      (*logprobs)["text_offset"].push_back(*offset);
+      *offset += piece.size();
+    };
+    // The log-probabilities gathered since the last call, emptying them (for stream chunks).
+    auto take_probs = [logprobs]() {
+      json out = *logprobs;
+      for (auto& item : logprobs->items()) item.value() = json::array();
+      return out;
+    };
+    const bool want_probs = parsed->n_probs >= 0;
     auto finish_name = [stream](const Event& e) -> const char* {
       if (stream->stopped()) return "stop";
       return e.reason == engine::FinishReason::kLength ? "length" : "stop";
@@ -184,6 +246,7 @@ struct Server::Impl {
       Event e;
       do {
         e = next_event(n_gen);
+        add_probs(e);
       } while (!e.done);
       if (e.reason == engine::FinishReason::kError) {
         metrics.requests_failed++;
@@ -195,6 +258,7 @@ struct Server::Impl {
                    {"model", model_name},
                    {"choices", json::array({choice(stream->take(true), finish_name(e), false)})},
                    {"usage", usage(n_gen)}};
+      body["choices"][0]["logprobs"] = want_probs ? take_probs() : json(nullptr);
       res.set_content(body.dump(), "application/json");
       return;
     }
@@ -210,6 +274,7 @@ struct Server::Impl {
           size_t n_gen = 0;
           for (;;) {
             Event e = next_event(n_gen);
+            add_probs(e);
             std::string text = stream->take(e.done);
             if (!text.empty() || e.done) {
               json chunk = {{"id", id},
@@ -221,6 +286,7 @@ struct Server::Impl {
                 chunk["choices"][0] = choice(text, finish_name(e), true);
                 chunk["usage"] = usage(n_gen);
               }
+              chunk["choices"][0]["logprobs"] = want_probs ? take_probs() : json(nullptr);
               if (!send(chunk)) {
                 // The client went away: the loop drops the request at its next token.
                 ch->abandon();

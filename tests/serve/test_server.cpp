@@ -182,6 +182,48 @@ TEST(Server, StopStringsEndTheTextBeforeThem) {
   EXPECT_EQ(out["choices"][0]["finish_reason"], "stop");
 }
 
+TEST(Server, LogProbabilitiesComeWithEveryToken) {
+  auto r = start();
+  ASSERT_TRUE(r);
+  int status = 0;
+  const json out =
+      post(r->server->port(), "/v1/completions",
+           {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 2}},
+           &status);
+  ASSERT_EQ(status, 200) << out.dump();
+  const json& lp = out["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 6u) << lp.dump();
+  std::string joined;
+  for (size_t i = 0; i < 6; ++i) {
+    const float chosen = lp["token_logprobs"][i].get<float>();
+    EXPECT_LE(chosen, 0.0f);
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 2u);
+    // Greedy: the chosen token is the most likely one.
+    float best = -1e30f;
+    for (const auto& item : lp["top_logprobs"][i].items())
+      best = std::max(best, item.value().get<float>());
+    EXPECT_FLOAT_EQ(chosen, best);
+    EXPECT_EQ(lp["text_offset"][i].get<size_t>(), joined.size());
+    joined += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(joined, out["choices"][0]["text"]);
+
+  const json chat = post(r->server->port(), "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                          {"max_tokens", 4},
+                          {"logprobs", true},
+                          {"top_logprobs", 3}},
+                         &status);
+  ASSERT_EQ(status, 200) << chat.dump();
+  const json& content = chat["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 4u);
+  EXPECT_EQ(content[0]["top_logprobs"].size(), 3u);
+  EXPECT_TRUE(content[0]["bytes"].is_array());
+  post(r->server->port(), "/v1/chat/completions",
+       {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"top_logprobs", 3}}, &status);
+  EXPECT_EQ(status, 400);
+}
+
 TEST(Server, BadRequestsGetOpenAiErrors) {
   ServeOptions o;
   o.max_body_bytes = 4096;
