@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "devices/host_device.h"
+#include "engine/chat.h"
 #include "serve/server.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
@@ -98,6 +99,11 @@ int serve_command(const std::vector<std::string>& args) {
   auto loaded = load_with_layout(o.model, o.layout, sp);
   if (!loaded.ok()) return report_error("serve", loaded.status());
 
+  if (tmpl.empty() && !engine::model_chat_template(*loaded->model).ok()) {
+    std::fprintf(stderr,
+                 "strata serve: warning: the model has no chat template; chat completions use "
+                 "ChatML (pass --chat-template FILE to choose another)\n");
+  }
   serve::ServeOptions so;
   so.host = o.host;
   so.port = static_cast<int>(o.port);
