@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 build="${2:-$root/build-fuzz}"
 shared="$root/../shared"
-targets=(fuzz_gguf fuzz_tokenizer fuzz_flags)
+targets=(fuzz_gguf fuzz_tokenizer fuzz_flags fuzz_openai)
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DSTRATA_FUZZ=ON \
   -DSTRATA_WERROR=OFF -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF -DSTRATA_NATIVE=ON >/dev/null
@@ -41,6 +41,16 @@ i=0
 for line in "-t 4 -c 512 -m model.gguf" "--temp=0.5 -h" "p -t -5 --ctx-size 99999999999" \
              "--temp inf -m" "-c 0x10 --threads=1e3"; do
   printf '%s' "$line" | tr ' ' '\0' >"$work/seeds/fuzz_flags/seed-$i"
+  i=$((i + 1))
+done
+
+# Request bodies for the server's parser: the first byte picks chat (odd) or completions.
+i=0
+for body in '\x00{"prompt": "Once upon a time", "max_tokens": 8, "stop": ["\\n", "end"]}' \
+            '\x01{"messages": [{"role": "user", "content": "Hi"}], "stream": true, "logprobs": true, "top_logprobs": 2}' \
+            '\x00{"prompt": "x", "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.1, "seed": 3, "n_probs": 4}' \
+            '\x01{"messages": [], "presence_penalty": 1.5, "frequency_penalty": -1}'; do
+  printf "$body" >"$work/seeds/fuzz_openai/seed-$i"
   i=$((i + 1))
 done
 
