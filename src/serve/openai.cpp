@@ -131,8 +131,4 @@ std::string error_body(const std::string& message, const std::string& type, int 
   return json{{"error", {{"message", message}, {"type", type}, {"code", code}}}}.dump();
 }
 
-const char* finish_reason_name(bool stopped, bool length) {
-  return length && !stopped ? "length" : "stop";
-}
-
 }  // namespace strata::serve

@@ -37,7 +37,4 @@ Result<CompletionRequest> parse_completion(const std::string& body, bool chat);
 /// {"error": {"message": ..., "type": ..., "code": ...}} as OpenAI sends it.
 std::string error_body(const std::string& message, const std::string& type, int code);
 
-/// Why a completion ended, in the API's words.
-const char* finish_reason_name(bool stopped, bool length);
-
 }  // namespace strata::serve

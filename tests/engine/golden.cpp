@@ -1,10 +1,17 @@
 #include "golden.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace strata::testing {
+
+double rms_diff(std::span<const float> a, std::span<const float> b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return std::sqrt(s / static_cast<double>(a.size()));
+}
 
 std::string model_path(const std::string& file) {
   return std::string(STRATA_SHARED_DIR) + "/models/" + file;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct Golden {
 
 /// Reads golden/logits/<name>.<prompt>.json and its logits; nullopt when absent.
 std::optional<Golden> load_golden(const std::string& name, const std::string& prompt);
+
+/// Root mean square of a - b over equal-length spans.
+double rms_diff(std::span<const float> a, std::span<const float> b);
 
 /// Path of a model in ../shared/models.
 std::string model_path(const std::string& file);

@@ -17,6 +17,7 @@ namespace {
 
 using testing::Golden;
 using testing::load_golden;
+using testing::rms_diff;
 
 struct Loaded {
   std::unique_ptr<model::Model> model;
@@ -46,12 +47,6 @@ double max_abs_diff(std::span<const float> a, std::span<const float> b) {
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
   return m;
-}
-
-double rms_diff(std::span<const float> a, std::span<const float> b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-  return std::sqrt(s / static_cast<double>(a.size()));
 }
 
 class GoldenF32 : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};

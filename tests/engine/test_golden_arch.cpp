@@ -20,12 +20,7 @@ namespace strata::engine {
 namespace {
 
 using testing::load_golden;
-
-double rms_diff(std::span<const float> a, std::span<const float> b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-  return std::sqrt(s / static_cast<double>(a.size()));
-}
+using testing::rms_diff;
 
 double rms(std::span<const float> a) {
   double s = 0;

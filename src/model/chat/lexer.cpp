@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "model/tokenizer/utf8.h"
+
 namespace strata::model::jinja {
 namespace {
 
@@ -30,24 +32,6 @@ std::string normalize_newlines(const std::string& in) {
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 class Lexer {
@@ -361,7 +345,7 @@ class Lexer {
                                                      ? h - '0'
                                                      : (std::tolower(h) - 'a' + 10));
           }
-          append_utf8(out, cp);
+          append_utf8(cp, out);
           i += len;
           break;
         }

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdint>
 
+#include "model/tokenizer/utf8.h"
+
 namespace strata::model::jinja::pystr {
 namespace {
 
@@ -70,24 +72,6 @@ uint32_t decode(const std::string& s, size_t& i, bool& valid) {
   return cp;
 }
 
-void encode(uint32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 // Rewrites each character with `f(code point, index among characters)`.
 template <typename F>
 std::string map_chars(const std::string& s, F f) {
@@ -101,7 +85,7 @@ std::string map_chars(const std::string& s, F f) {
     if (!valid) {
       out += s[at];
     } else {
-      encode(f(cp, n), out);
+      append_utf8(f(cp, n), out);
     }
     ++n;
   }
