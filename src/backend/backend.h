@@ -29,6 +29,9 @@ class Backend {
   /// Queues the computation of every node of `graph` (views are never computed). All
   /// tensors must be placed in memory this backend can address.
   virtual Status compute_async(const core::Graph& graph) = 0;
+  /// Sizes any memory of the backend's own for computing `graph` later (its nodes need not
+  /// be placed yet), so that the run does not grow it. Most backends own none (the default).
+  virtual Status reserve(const core::Graph& /*graph*/) { return {}; }
   /// Queues a copy of `size` bytes from host memory `src` into `t` at byte `offset`.
   virtual Status set_async(core::Tensor& t, const void* src, size_t offset, size_t size) = 0;
   /// Queues a copy of `size` bytes of `t` at byte `offset` into host memory `dst`.

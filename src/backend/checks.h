@@ -20,7 +20,8 @@ Status check_tensor_range(const core::Tensor& t, size_t offset, size_t size);
 /// (kInvalidArgument otherwise, naming both tensors).
 Status check_host_copy(const core::Tensor& dst, const core::Tensor& src);
 
-/// For signal: kInvalidArgument unless `event` belongs to `device`.
+/// For signal: kInvalidArgument unless `event` belongs to `device` or to a meta device (whose
+/// members signal its events).
 Status check_event_owner(const Device& device, const Event& event);
 
 /// The error of a queued wait on `device` for `event` to reach `value` that ended with

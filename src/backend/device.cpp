@@ -10,6 +10,8 @@ std::string_view device_kind_name(DeviceKind kind) {
       return "partition";
     case DeviceKind::kGpu:
       return "gpu";
+    case DeviceKind::kMeta:
+      return "meta";
   }
   return "unknown";
 }

@@ -15,7 +15,7 @@
 
 namespace strata::backend {
 
-enum class DeviceKind { kCpu, kPartition, kGpu };
+enum class DeviceKind { kCpu, kPartition, kGpu, kMeta };
 
 std::string_view device_kind_name(DeviceKind kind);
 

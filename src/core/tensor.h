@@ -19,6 +19,10 @@ enum TensorFlag : uint32_t {
   kFlagInput = 1u << 0,   ///< filled by the caller before each run
   kFlagOutput = 1u << 1,  ///< read after the run: its memory is never reused within the graph
   kFlagWeight = 1u << 2,  ///< model parameter: lives in a weight buffer, pins its consumers
+  /// Read outside the run of nodes that computes it (by another split, or by the caller):
+  /// set by the scheduler, so a backend that keeps results in its own form (a meta device's
+  /// shards) knows which ones to make whole.
+  kFlagShared = 1u << 3,
 };
 
 /// A node or leaf of a graph. Shapes are innermost-first: ne[0] is the row length, nb[i] the

@@ -119,13 +119,17 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
       return error(ErrorCode::kUnsupported, "kv cache: paging into " + std::string(g.type->name()) +
                                                 " needs memory the host can address");
     }
-    // Zeroed so cells a mask hides can never inject NaN or inf into attention.
-    if ((*buf)->is_host()) std::memset((*buf)->base(), 0, (*buf)->size());
+    // Split across devices by KV heads, like the K and V projections that fill them.
+    memory::TensorSplit by_head;
+    by_head.axis = 0;
+    by_head.granule = hp.head_dim();
     size_t offset = 0;
     for (core::Tensor* t : g.tensors) {
-      STRATA_RETURN_IF_ERROR((*buf)->place(*t, offset));
+      STRATA_RETURN_IF_ERROR((*buf)->place_split(*t, offset, by_head));
       offset += padded(t->nbytes(), *g.type);
     }
+    // Zeroed so cells a mask hides can never inject NaN or inf into attention.
+    if ((*buf)->is_host()) (*buf)->zero();
     cache->buffers_.push_back(std::move(buf).value());
   }
   if (pg != nullptr) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/device.h"
@@ -22,6 +23,8 @@ struct Layout {
   std::vector<int> layer_device;  ///< per block
   int output_device = -1;
   bool kv_offload = true;
+  /// Something the user should know about how the request was laid out (empty: nothing).
+  std::string note;
 
   /// The device of layer `layer` (-1 input, n_layer output); nullptr for the host.
   backend::Device* device_of(int64_t layer) const;

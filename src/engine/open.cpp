@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 #include "devices/host_device.h"
 #include "devices/registry.h"
 #include "engine/session_checks.h"
 #include "gguf/file.h"
+#include "meta/meta_device.h"
 #include "model/arch/hparams.h"
 
 namespace strata::engine {
@@ -73,10 +75,28 @@ Result<std::vector<backend::Device*>> make_devices(const OpenParams& p) {
   return devs;
 }
 
-Result<LayoutParams> layout_params(const OpenParams& p) {
-  // A usage error like any other split mode, though a planned one.
-  if (p.split_mode == SplitMode::kTensor)
-    return invalid("-sm tensor is not supported yet (none or layer)");
+// The meta device over `members` split as `weights` says. Layouts hold plain device pointers,
+// so meta devices live for the process, like partitions; asking again for the same split
+// returns the same device.
+Result<backend::Device*> tensor_device(const std::vector<backend::Device*>& members,
+                                       const std::vector<float>& weights) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<meta::MetaDevice>> made;
+  std::lock_guard lock(mutex);
+  const std::vector<float> w = weights.empty() ? std::vector<float>(members.size(), 1.0f) : weights;
+  for (const auto& m : made) {
+    if (m->members() == members &&
+        std::equal(w.begin(), w.end(), m->weights().begin(), m->weights().end())) {
+      return m.get();
+    }
+  }
+  auto dev = meta::MetaDevice::create(members, w);
+  if (!dev.ok()) return dev.status();
+  made.push_back(std::move(dev).value());
+  return made.back().get();
+}
+
+Result<LayoutParams> layout_params(const OpenParams& p, std::string* note) {
   auto devs = make_devices(p);
   if (!devs.ok()) return devs.status();
   for (float f : p.tensor_split) {
@@ -84,10 +104,25 @@ Result<LayoutParams> layout_params(const OpenParams& p) {
   }
   LayoutParams lp;
   lp.devices = *devs;
-  if (p.split_mode == SplitMode::kNone && lp.devices.size() > 1)
+  lp.tensor_split = p.tensor_split;
+  SplitMode mode = p.split_mode;
+  if (mode == SplitMode::kTensor && lp.devices.size() < 2) {
+    if (note != nullptr) *note = "-sm tensor on a single device runs as -sm none";
+    mode = SplitMode::kNone;
+  }
+  if (mode == SplitMode::kTensor) {
+    if (p.kv_paging.enabled()) {
+      return error(ErrorCode::kUnsupported,
+                   "-sm tensor does not page the KV cache yet (drop --kv-resident)");
+    }
+    auto meta = tensor_device(lp.devices, p.tensor_split);
+    if (!meta.ok()) return meta.status();
+    lp.devices = {*meta};
+    lp.tensor_split.clear();
+  }
+  if (mode == SplitMode::kNone && lp.devices.size() > 1)
     lp.devices.erase(lp.devices.begin() + 1, lp.devices.end());
   lp.n_gpu_layers = p.n_gpu_layers;
-  lp.tensor_split = p.tensor_split;
   lp.kv_offload = p.kv_offload;
   if (lp.n_gpu_layers > 0 && lp.devices.empty())
     return invalid("-ngl needs devices: pass --partitions N or --devices LIST");
@@ -107,7 +142,8 @@ SessionParams with_execution(const OpenParams& p, const SessionParams& params) {
 // before anything large is allocated.
 Result<OpenedModel> open_checked(const std::string& path, const OpenParams& params,
                                  const SessionParams* session) {
-  auto lp = layout_params(params);
+  std::string note;
+  auto lp = layout_params(params, &note);
   if (!lp.ok()) return lp.status();
   int64_t n_layer = 0;
   {
@@ -125,6 +161,7 @@ Result<OpenedModel> open_checked(const std::string& path, const OpenParams& para
   if (!layout.ok()) return layout.status();
   OpenedModel out;
   out.layout = *layout;
+  out.layout.note = note;
   out.params = params;
   auto m = model::Model::load(path, weight_placement(out.layout, devices::host_device()));
   if (!m.ok()) return m.status();

@@ -21,7 +21,7 @@ namespace strata::engine {
 enum class SplitMode {
   kNone,    ///< everything offloaded goes to the first device
   kLayer,   ///< whole layers per device, in tensor_split proportions
-  kTensor,  ///< each layer's tensors split across devices: not supported yet
+  kTensor,  ///< every layer's tensors split across the devices (a meta device); one device: none
 };
 
 /// Layout parameters. Messages name the command-line flags that set each field, which is
@@ -65,7 +65,9 @@ struct Opened {
 
 /// Makes the devices (partitions are owned by the devices registry for the whole process)
 /// and the layout, then loads the model with its weights placed by the layout. Bad
-/// parameters are kInvalidArgument; -sm tensor is kInvalidArgument too (a planned mode).
+/// parameters are kInvalidArgument. With -sm tensor the devices become one meta device that
+/// the offloaded layers go to, split in -ts proportions (layout.note says when a single
+/// device makes it -sm none).
 Result<OpenedModel> open_model(const std::string& path, const OpenParams& params);
 
 /// A session over a model from open_model, laid out the same way; `params` get the model's

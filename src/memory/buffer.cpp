@@ -42,6 +42,14 @@ Status Buffer::place(core::Tensor& t, size_t offset) {
   return {};
 }
 
+Status Buffer::place_split(core::Tensor& t, size_t offset, const TensorSplit& /*split*/) {
+  return place(t, offset);
+}
+
+void Buffer::zero() {
+  std::memset(base_, 0, size_);
+}
+
 Status Buffer::write(core::Tensor& t, const void* src, size_t offset, size_t size) {
   STRATA_RETURN_IF_ERROR(check_range(t, offset, size));
   std::memcpy(static_cast<uint8_t*>(t.data) + offset, src, size);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
@@ -12,6 +13,18 @@
 namespace strata::memory {
 
 class Buffer;
+
+/// How a tensor placed in a sharding buffer (a meta device's) is divided between the devices
+/// it spans. Buffers that do not shard ignore it.
+struct TensorSplit {
+  int axis = -1;  ///< the dimension split; -1: mirrored (whole on every device)
+  /// A fused tensor's parts along the axis, each divided on its own (QKV: n_embd_q, n_embd_kv,
+  /// n_embd_kv); empty: one part.
+  std::vector<int64_t> segments;
+  /// The unit kept whole along the axis. With segments, every segment is cut into the same
+  /// number of units: the largest count that divides each segment's length / granule.
+  int64_t granule = 1;
+};
 
 /// A kind of memory a device offers: its alignment, size limit, and whether the host can
 /// address it directly. Allocation can fail; that is an error value, never an abort.
@@ -44,6 +57,11 @@ class Buffer {
 
   /// Places `t` (a non-view tensor) at `offset`, checking it fits.
   Status place(core::Tensor& t, size_t offset);
+  /// Places `t` with how it divides between devices; a buffer that does not shard ignores
+  /// the split (the default).
+  virtual Status place_split(core::Tensor& t, size_t offset, const TensorSplit& split);
+  /// Sets every byte of the tensors placed in it to zero.
+  virtual void zero();
   /// Copies bytes into a placed tensor (host memory: memcpy).
   virtual Status write(core::Tensor& t, const void* src, size_t offset, size_t size);
   /// Copies bytes out of a placed tensor.

@@ -10,6 +10,8 @@
 
 namespace strata::paged {
 
+struct SegmentPlan;
+
 /// Wraps a backend and runs every graph it is given segment by segment under a persistent
 /// boundary schedule: the graph is cut after each cut node it contains, each segment is
 /// queued on the wrapped backend on its own, its waits queued before it and its signals after
@@ -59,6 +61,8 @@ class PagedBackend final : public backend::Backend {
   Status synchronize() override { return inner_->synchronize(); }
 
  private:
+  void mark_shared(const core::Graph& graph, const SegmentPlan& plan);
+
   std::unique_ptr<backend::Backend> inner_;
   BoundarySchedule schedule_;
   EncodeWindow window_;

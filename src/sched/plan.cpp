@@ -218,7 +218,45 @@ Status Scheduler::plan(Plan& p) {
       }
     }
   }
+  mark_shared(p);
   return {};
+}
+
+// Flags every node read outside its own split: copied to another backend, or read directly by
+// a later split of the same backend.
+void mark_shared(Plan& p) {
+  std::unordered_map<const Tensor*, size_t> split_of;
+  for (size_t i = 0; i < p.splits.size(); ++i) {
+    for (const Tensor* n : p.splits[i].nodes) split_of[n] = i;
+  }
+  // Memory the caller placed (a KV cache) is flagged through the nodes that write it.
+  std::unordered_map<const Tensor*, std::vector<Tensor*>> writers;
+  for (const Split& sp : p.splits) {
+    for (Tensor* n : sp.nodes) {
+      if (n->is_view()) writers[core::storage_of(n)].push_back(n);
+    }
+  }
+  for (size_t i = 0; i < p.splits.size(); ++i) {
+    for (const Split::Input& in : p.splits[i].inputs) {
+      if (is_compute(*in.storage)) {
+        const_cast<Tensor*>(in.storage)->flags |= core::kFlagShared;
+        continue;
+      }
+      for (Tensor* w : writers[in.storage]) w->flags |= core::kFlagShared;
+    }
+    for (const Tensor* n : p.splits[i].nodes) {
+      for (const Tensor* s : n->src) {
+        if (s == nullptr) continue;
+        auto* st = const_cast<Tensor*>(core::storage_of(s));
+        auto it = split_of.find(st);
+        if (it != split_of.end() && it->second != i) st->flags |= core::kFlagShared;
+        for (Tensor* w : writers[st]) {
+          auto wt = split_of.find(w);
+          if (wt != split_of.end() && wt->second != i) w->flags |= core::kFlagShared;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace strata::sched

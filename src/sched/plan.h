@@ -36,6 +36,9 @@ struct Plan {
   uint64_t last_used = 0;
 };
 
+/// Flags (core::kFlagShared) the nodes of `p` that something outside their split reads.
+void mark_shared(Plan& p);
+
 /// Clones `graph` into a new plan; tensors that `compute_buffers` hold count as unplaced.
 std::unique_ptr<Plan> clone_graph(const core::Graph& graph, GraphSignature signature,
                                   std::span<const void* const> compute_buffers);

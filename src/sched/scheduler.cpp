@@ -141,9 +141,14 @@ void Scheduler::retire(std::unique_ptr<Plan> p) {
 
 Status Scheduler::reserve(const core::Graph& graph) {
   auto p = clone_graph(graph, {}, compute_buffers());
-  Status st = plan(*p);
-  if (st.ok()) st = place(*p, /*reserve_only=*/true);
-  return st;
+  STRATA_RETURN_IF_ERROR(plan(*p));
+  STRATA_RETURN_IF_ERROR(place(*p, /*reserve_only=*/true));
+  for (const Split& split : p->splits) {
+    core::Graph g;
+    g.nodes = split.nodes;
+    STRATA_RETURN_IF_ERROR(backends_[static_cast<size_t>(split.backend)]->reserve(g));
+  }
+  return {};
 }
 
 Status Scheduler::allocate(const core::Graph& graph) {
@@ -274,7 +279,9 @@ Status Scheduler::run_split(const Split& split) {
     STRATA_RETURN_IF_ERROR(b.compute_async(g));
     return signal(y);
   }
-  // Observed nodes end a sub-run so their data can be read as soon as they are computed.
+  // Observed nodes end a sub-run so their data can be read as soon as they are computed; a
+  // later sub-run may read any node of an earlier one, so every node counts as shared.
+  for (Tensor* n : split.nodes) n->flags |= core::kFlagShared;
   core::Graph g;
   for (Tensor* n : split.nodes) {
     g.nodes.push_back(n);

@@ -531,6 +531,7 @@ int bench_command(const std::vector<std::string>& args) {
   r.n_ctx = sp.n_ctx;
   r.n_ubatch = std::min(o.ubatch, sp.n_batch);
   r.layout = describe_layout(loaded->layout, model->hparams().n_layer);
+  std::fputs(describe_shard_memory(*loaded).c_str(), stderr);
   r.type_k = std::string(core::type_name(sp.type_k));
   r.type_v = std::string(core::type_name(sp.type_v));
   r.flash_attn = sp.flash_attn;

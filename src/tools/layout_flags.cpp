@@ -1,10 +1,12 @@
 #include "tools/layout_flags.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "devices/byte_size.h"
+#include "meta/meta_device.h"
 
 namespace strata::tools {
 namespace {
@@ -69,7 +71,7 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_int({"--partitions"}, &o.partitions, "split the CPU into N partition devices");
   f.add_string({"--device-mem"}, &o.device_mem, "memory budget per partition, e.g. 512M");
   f.add_int({"-ngl", "--n-gpu-layers"}, &o.n_gpu_layers, "layers to put on the devices (0)");
-  f.add_string({"-sm", "--split-mode"}, &o.split_mode, "none or layer (layer)");
+  f.add_string({"-sm", "--split-mode"}, &o.split_mode, "none, layer or tensor (layer)");
   f.add_string({"-ts", "--tensor-split"}, &o.tensor_split,
                "layer proportions per device, e.g. 3,1");
   f.add_bool({"-nkvo", "--no-kv-offload"}, &o.no_kv_offload, "keep the KV cache on the host");
@@ -122,7 +124,7 @@ Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o) {
   } else if (o.split_mode == "tensor") {
     p.split_mode = engine::SplitMode::kTensor;
   } else {
-    return invalid("-sm must be none or layer, got '" + o.split_mode + "'");
+    return invalid("-sm must be none, layer or tensor, got '" + o.split_mode + "'");
   }
   if (!o.device_mem.empty()) {
     auto b = devices::parse_byte_size(o.device_mem);
@@ -144,11 +146,45 @@ Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o) {
   return p;
 }
 
+std::string describe_shard_memory(const Loaded& loaded) {
+  std::string out;
+  for (backend::Device* d : loaded.layout.devices) {
+    const auto* meta = dynamic_cast<const meta::MetaDevice*>(d);
+    if (meta == nullptr) continue;
+    const size_t n = meta->members().size();
+    std::vector<size_t> weights(n, 0), kv(n, 0);
+    auto add = [&](std::vector<size_t>& to, const core::Tensor* t) {
+      if (t == nullptr) return;
+      const std::vector<size_t> b = meta->shard_bytes(*t);
+      for (size_t i = 0; i < n; ++i) to[i] += b[i];
+    };
+    for (const auto& info : loaded.model->weights().info) add(weights, info.tensor);
+    const model::KvCacheTensors& cache = loaded.session->cache().tensors();
+    for (const core::Tensor* t : cache.k) add(kv, t);
+    for (const core::Tensor* t : cache.v) add(kv, t);
+    const std::vector<meta::MemberBytes> held = meta->member_bytes();
+    for (size_t i = 0; i < n; ++i) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%-8s shard of %s: weights %s, KV %s, compute %s\n",
+                    std::string(meta->members()[i]->name()).c_str(),
+                    std::string(meta->name()).c_str(), memory::format_bytes(weights[i]).c_str(),
+                    memory::format_bytes(kv[i]).c_str(),
+                    memory::format_bytes(held[i].compute).c_str());
+      out += line;
+    }
+  }
+  return out;
+}
+
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,
                                 const engine::SessionParams& params) {
   auto p = parse_layout_options(o);
   if (!p.ok()) return p.status();
-  return engine::open(model_path, *p, params);
+  auto loaded = engine::open(model_path, *p, params);
+  if (loaded.ok() && !loaded->layout.note.empty()) {
+    std::fprintf(stderr, "strata: %s\n", loaded->layout.note.c_str());
+  }
+  return loaded;
 }
 
 }  // namespace strata::tools

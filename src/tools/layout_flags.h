@@ -38,6 +38,11 @@ Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o);
 /// "cpu: input, output; part:0: layers 0-10 (+KV); part:1: layers 11-21 (+KV)".
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer);
 
+/// For each device of a tensor split, one line per member: the bytes it holds of the weights
+/// and the KV cache, and its compute buffer ("part:0   shard of tensor(part:0,part:1):
+/// weights 312 MiB, KV 44 MiB, compute 18 MiB"); empty without a tensor split.
+std::string describe_shard_memory(const Loaded& loaded);
+
 /// parse_layout_options, then engine::open. Bad flag values are kInvalidArgument; a device out
 /// of budget is kOutOfMemory naming the device.
 Result<Loaded> load_with_layout(const std::string& model_path, const LayoutOptions& o,

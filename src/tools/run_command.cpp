@@ -124,6 +124,7 @@ int run_command(const std::vector<std::string>& args) {
   auto& model = loaded->model;
   auto& session = loaded->session;
   warn_session("run", model->hparams(), sp);
+  if (o.verbose) std::fputs(describe_shard_memory(*loaded).c_str(), stderr);
   const double load_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 

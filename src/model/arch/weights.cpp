@@ -33,6 +33,17 @@ const std::string& source_name(const Tensor& t, const Weights& w) {
   return &t == w.output && w.output->name != "output.weight" ? w.tok_embd->name : t.name;
 }
 
+// How a weight divides between the devices of a sharding buffer: rows are a matrix's ne[1]
+// (a vector's ne[0]), columns its ne[0].
+memory::TensorSplit tensor_split(const Tensor& t, const WeightSplit& s) {
+  memory::TensorSplit out;
+  out.segments = s.segments;
+  out.granule = s.granule;
+  if (s.axis == SplitAxis::kRows) out.axis = t.ne[1] > 1 ? 1 : 0;
+  if (s.axis == SplitAxis::kColumns) out.axis = 0;
+  return out;
+}
+
 Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& placement) {
   std::unique_ptr<memory::Buffer> mapping;
   struct Group {
@@ -84,7 +95,7 @@ Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& plac
     size_t offset = 0;
     for (Tensor* t : group.tensors) {
       const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
-      STRATA_RETURN_IF_ERROR((*buf)->place(*t, offset));
+      STRATA_RETURN_IF_ERROR((*buf)->place_split(*t, offset, tensor_split(*t, w.find(t)->split)));
       STRATA_RETURN_IF_ERROR((*buf)->write(*t, file.tensor_data(*info), 0, info->size));
       offset += aligned(t->nbytes(), type->alignment());
     }
@@ -100,6 +111,11 @@ const Weights::Info* Weights::find(const core::Tensor* t) const {
     if (i.tensor == t) return &i;
   }
   return nullptr;
+}
+
+int64_t WeightLoader::block_size_of(const std::string& name) const {
+  const gguf::TensorInfo* info = file_.find_tensor(name);
+  return info != nullptr && core::is_computable(info->type) ? core::block_size(info->type) : 1;
 }
 
 std::string WeightLoader::blk(const char* what, const char* kind) const {

@@ -101,6 +101,8 @@ class WeightLoader {
   /// An F32 vector of n elements (norm weights, biases, rope factors).
   core::Tensor* vector_f32(const std::string& name, int64_t n, bool required = true,
                            WeightSplit split = {});
+  /// Elements per quantization block of the file's tensor `name` (1 when absent or plain).
+  int64_t block_size_of(const std::string& name) const;
   /// Names of block tensors: "blk.<layer>.<what>.<kind>".
   std::string blk(const char* what, const char* kind = "weight") const;
 

@@ -1,0 +1,167 @@
+#include "meta/meta_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "meta/meta_device.h"
+
+namespace strata::meta {
+namespace {
+
+bool debug_enabled() {
+  const char* v = std::getenv("STRATA_SCHED_DEBUG");
+  return v != nullptr && v[0] == '1';
+}
+
+std::string describe_split(const core::Tensor& t, const Sharded& s, const MetaDevice& dev) {
+  std::string out = "meta: " + t.name + " ";
+  if (s.axis < 0) return out + "mirrored";
+  out += "split on dim " + std::to_string(s.axis) + ":";
+  for (size_t d = 0; d < s.pieces.size(); ++d) {
+    out += " " + std::string(dev.members()[d]->name());
+    for (const Range& r : s.pieces[d]) {
+      out += " [" + std::to_string(r.lo) + "," + std::to_string(r.hi) + ")";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view MetaBufferType::name() const {
+  return device_->name();
+}
+
+Result<std::unique_ptr<memory::Buffer>> MetaBufferType::allocate(size_t size) {
+  const size_t bytes = std::max<size_t>(size, 1);
+  // Address space only: pages are committed when first written.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return error(ErrorCode::kOutOfMemory,
+                 std::string(name()) + ": cannot reserve " + memory::format_bytes(size));
+  }
+  return std::unique_ptr<memory::Buffer>(new MetaBuffer(this, *device_, p, bytes));
+}
+
+MetaBuffer::MetaBuffer(MetaBufferType* type, MetaDevice& device, void* base, size_t size)
+    : Buffer(type, base, size), device_(&device) {}
+
+MetaBuffer::~MetaBuffer() {
+  for (const core::Tensor* t : placed_) device_->remove(t);
+  munmap(base(), size());
+}
+
+Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::TensorSplit& split) {
+  STRATA_RETURN_IF_ERROR(place(t, offset));
+  const int n = device_->size();
+  Sharded s;
+  s.axis = split.axis;
+  std::string why_mirrored;
+  if (split.axis >= 0) {
+    const int64_t length = t.ne[static_cast<size_t>(split.axis)];
+    auto units = split_units(length, split);
+    if (!units.ok()) {
+      why_mirrored = units.status().message();
+    } else if (*units < n) {
+      // Fewer heads (or FFN blocks) than devices: every device holds it whole and computes
+      // its part of the layer whole, rather than leave a device idle.
+      why_mirrored = std::to_string(*units) + " units for " + std::to_string(n) + " devices";
+    } else {
+      // Enough units for an even split: a device left without any is the proportions' fault.
+      auto pieces = shard_pieces(length, split, device_->weights());
+      if (!pieces.ok()) {
+        return error(ErrorCode::kInvalidArgument,
+                     "-sm tensor: -ts leaves a device without a part of '" + t.name + "' (" +
+                         pieces.status().message() + ")");
+      }
+      s.pieces = std::move(pieces).value();
+      const int64_t block = core::block_size(t.type);
+      for (const Pieces& p : s.pieces) {
+        for (const Range& r : p) {
+          if (split.axis == 0 && (r.lo % block != 0 || r.hi % block != 0)) {
+            why_mirrored = "a shard boundary would cut a " + std::string(core::type_name(t.type)) +
+                           " block of " + std::to_string(block);
+          }
+        }
+      }
+    }
+  }
+  if (!why_mirrored.empty()) {
+    s.axis = -1;
+    s.pieces.clear();
+  }
+  for (int d = 0; d < n; ++d) {
+    std::array<int64_t, core::kMaxDims> ne = t.ne;
+    if (s.axis >= 0) ne[static_cast<size_t>(s.axis)] = total(s.pieces[static_cast<size_t>(d)]);
+    backend::Device* member = device_->members()[static_cast<size_t>(d)];
+    core::Tensor* shard =
+        shards_.new_tensor(t.type, ne, t.name + "#" + std::string(member->name()));
+    shard->flags = t.flags;
+    auto buf = member->buffer_type().allocate(shard->nbytes());
+    if (!buf.ok()) {
+      return error(ErrorCode::kOutOfMemory, std::string(member->name()) + ": no room for its " +
+                                                memory::format_bytes(shard->nbytes()) +
+                                                " shard of '" + t.name +
+                                                "': " + buf.status().message());
+    }
+    STRATA_RETURN_IF_ERROR((*buf)->place(*shard, 0));
+    std::memset(shard->data, 0, shard->nbytes());
+    member_buffers_.push_back(std::move(buf).value());
+    s.shard.push_back(shard);
+  }
+  if (debug_enabled()) {
+    std::fprintf(stderr, "%s%s\n", describe_split(t, s, *device_).c_str(),
+                 why_mirrored.empty() ? "" : (" (" + why_mirrored + ")").c_str());
+  }
+  device_->add(&t, std::move(s));
+  placed_.push_back(&t);
+  return {};
+}
+
+void MetaBuffer::zero() {
+  for (const core::Tensor* t : placed_) {
+    if (const Sharded* s = device_->find(t)) {
+      for (core::Tensor* shard : s->shard) std::memset(shard->data, 0, shard->nbytes());
+    }
+  }
+}
+
+Status MetaBuffer::write(core::Tensor& t, const void* src, size_t offset, size_t size) {
+  const Sharded* s = device_->find(&t);
+  if (s == nullptr) return Buffer::write(t, src, offset, size);
+  if (offset != 0 || size != t.nbytes()) {
+    return error(ErrorCode::kInternal, "'" + t.name + "' is split across devices: write it whole");
+  }
+  for (size_t d = 0; d < s->shard.size(); ++d) {
+    core::Tensor& shard = *s->shard[d];
+    if (s->axis < 0) {
+      std::memcpy(shard.data, src, size);
+    } else {
+      copy_pieces(t, src, shard, shard.data, s->axis, s->pieces[d], /*to_shard=*/true);
+    }
+  }
+  return {};
+}
+
+Status MetaBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t size) const {
+  const Sharded* s = device_->find(&t);
+  if (s == nullptr) return Buffer::read(t, dst, offset, size);
+  if (offset != 0 || size != t.nbytes()) {
+    return error(ErrorCode::kInternal, "'" + t.name + "' is split across devices: read it whole");
+  }
+  if (s->axis < 0) {
+    std::memcpy(dst, s->shard[0]->data, size);
+    return {};
+  }
+  for (size_t d = 0; d < s->shard.size(); ++d) {
+    copy_pieces(t, dst, *s->shard[d], s->shard[d]->data, s->axis, s->pieces[d],
+                /*to_shard=*/false);
+  }
+  return {};
+}
+
+}  // namespace strata::meta

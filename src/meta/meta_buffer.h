@@ -1,0 +1,57 @@
+// The memory of a meta device: an address range of its own, and shards on the members.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "memory/buffer.h"
+#include "meta/sharded.h"
+
+namespace strata::meta {
+
+class MetaDevice;
+
+/// Allocations are address ranges reserved without committing memory (pages cost memory only
+/// once written). Tensors placed with a split (weights, the KV cache) get their bytes on the
+/// members, one shard each; their own range is never touched. Tensors placed without one
+/// (compute tensors) are whole tensors in the range: the meta device writes there only what
+/// is read outside it (results, all-reduced sums), so only those pages are ever committed.
+class MetaBufferType final : public memory::BufferType {
+ public:
+  explicit MetaBufferType(MetaDevice& device) : device_(&device) {}
+  std::string_view name() const override;
+  size_t alignment() const override { return 64; }
+  bool is_host() const override { return true; }
+  Result<std::unique_ptr<memory::Buffer>> allocate(size_t size) override;
+
+ private:
+  MetaDevice* device_;
+};
+
+class MetaBuffer final : public memory::Buffer {
+ public:
+  MetaBuffer(MetaBufferType* type, MetaDevice& device, void* base, size_t size);
+  ~MetaBuffer() override;
+
+  /// Places `t` and gives every member its shard (allocated from the member's buffer type,
+  /// zeroed). kInvalidArgument when the split leaves a member no unit or cuts a quantization
+  /// block; kOutOfMemory naming the member when its memory is short.
+  Status place_split(core::Tensor& t, size_t offset, const memory::TensorSplit& split) override;
+  /// Zeroes every shard.
+  void zero() override;
+  /// A sharded tensor is written and read whole only (offset 0, all bytes): the bytes are
+  /// scattered to the shards, or gathered from them.
+  Status write(core::Tensor& t, const void* src, size_t offset, size_t size) override;
+  Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const override;
+
+ private:
+  MetaDevice* device_;
+  core::Context shards_;
+  std::vector<std::unique_ptr<memory::Buffer>> member_buffers_;
+  std::vector<const core::Tensor*> placed_;
+};
+
+}  // namespace strata::meta
