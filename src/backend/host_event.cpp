@@ -1,6 +1,25 @@
 #include "backend/host_event.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace strata::backend {
+namespace {
+
+// A queue waiting on another queue's event (the other side of an all-reduce, the producer of
+// the next layer's input) is usually released within microseconds. Spinning that long first
+// avoids a sleep and a wake-up, which cost tens of microseconds on virtual machines: decode
+// of stories260K across two partitions with a tensor split ran 2.5x faster with it.
+constexpr int kPauseSpins = 2000;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+}  // namespace
 
 void HostEvent::signal(uint64_t v) {
   uint64_t cur = value_.load(std::memory_order_relaxed);
@@ -20,6 +39,10 @@ WaitResult HostEvent::wait(uint64_t v, std::chrono::nanoseconds timeout,
   auto reached = [&] { return value_.load(std::memory_order_acquire) >= v; };
   if (reached()) return WaitResult::kReached;
   if (timeout <= std::chrono::nanoseconds::zero()) return WaitResult::kTimedOut;
+  for (int i = 0; i < kPauseSpins; ++i) {
+    cpu_relax();
+    if (reached()) return WaitResult::kReached;
+  }
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point now = Clock::now();

@@ -108,8 +108,8 @@ Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::Ten
                                                 " shard of '" + t.name +
                                                 "': " + buf.status().message());
     }
+    // Not zeroed here: weights are written whole next, and a KV cache is zeroed (zero()).
     STRATA_RETURN_IF_ERROR((*buf)->place(*shard, 0));
-    std::memset(shard->data, 0, shard->nbytes());
     member_buffers_.push_back(std::move(buf).value());
     s.shard.push_back(shard);
   }

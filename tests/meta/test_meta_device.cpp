@@ -245,7 +245,9 @@ TEST_P(HostViews, InsideMetaSplitsMatchThePlainRun) {
     EXPECT_NE(splits.find("on tensor("), std::string::npos) << splits;
     // With the output projection on the meta device, attention runs there too, over views of
     // the host's KV cache.
-    if (offload_output) EXPECT_NE(splits.find("k_cache"), std::string::npos) << splits;
+    if (offload_output) {
+      EXPECT_NE(splits.find("k_cache"), std::string::npos) << splits;
+    }
   }
 }
 
