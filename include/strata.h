@@ -45,7 +45,8 @@ typedef enum strata_status {
 typedef enum strata_split_mode {
   STRATA_SPLIT_NONE = 0,  /**< everything offloaded goes to the first device */
   STRATA_SPLIT_LAYER = 1, /**< whole layers per device, in tensor_split proportions */
-  STRATA_SPLIT_TENSOR = 2 /**< not supported yet: STRATA_ERR_INVALID_ARGUMENT */
+  STRATA_SPLIT_TENSOR = 2 /**< every offloaded layer split across the devices (a meta device),
+                             in tensor_split proportions; one device runs as NONE */
 } strata_split_mode;
 
 /** Element type of the KV cache. */

@@ -12,12 +12,13 @@
 // whole: slower, never wrong. Nodes something outside reads are made whole after they are
 // computed.
 //
-// Members only read each other's memory in an all-reduce (each sums every member's partial in
-// the same order, so their copies are identical) and through whole tensors. Each such read is
+// Members only read each other's memory in an all-reduce (every chunk of the sum is added in
+// member order, so their copies are identical) and through whole tensors. Each such read is
 // fenced by events (a wait on the writer's signal), and memory others may still read is kept
 // from reuse until the owner has waited for them (a phantom reader in its allocation order).
 #include "meta/expansion.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -30,6 +31,9 @@ namespace {
 
 using core::Op;
 using core::Tensor;
+
+// Partial sums at least this large are all-reduced in two rounds over three or more members.
+constexpr size_t kScatterBytes = 64 * 1024;
 
 enum class Kind : uint8_t { kMirrored, kSplit, kPartial };
 
@@ -431,9 +435,18 @@ class Builder {
     x_.log += "meta: " + t->name + " " + shape_text(*t) + " made whole\n";
   }
 
-  // All-reduce: every member sums all members' partials in member order into its own copy.
+  // All-reduce into a copy per member. Each member sums every member's partial, in member order,
+  // after one round of waits: for two members that reads as many bytes as a reduce-scatter
+  // followed by an all-gather, with half the waits, and for small tensors (decode) the waits
+  // are what costs. Large partials over three or more members go through reduce_scatter_gather.
   void reduce(Tensor* t) {
     Dist& x = of(t);
+    if (n_ >= 3 && t->nbytes() >= kScatterBytes && t->type == core::Type::kF32 &&
+        std::all_of(x.shard.begin(), x.shard.end(),
+                    [](const Tensor* p) { return p->is_contiguous(); })) {
+      reduce_scatter_gather(t, x);
+      return;
+    }
     for (int d = 0; d < n_; ++d) need_all(d);
     std::vector<Tensor*> sums(static_cast<size_t>(n_));
     for (int d = 0; d < n_; ++d) {
@@ -456,6 +469,65 @@ class Builder {
     }
     x_.log += "meta: all-reduce " + t->name + " " + shape_text(*t) + " over " + std::to_string(n_) +
               " devices\n";
+    Dist m;
+    m.shard = std::move(sums);
+    dist_.insert_or_assign(t, std::move(m));
+  }
+
+  // A flat run [lo, hi) of member d's view of `p` (contiguous F32).
+  Tensor* flat(int d, Tensor* p, int64_t lo, int64_t hi) {
+    const auto len = hi - lo;
+    return track(d, core::view(ctx(d), p, {len, 1, 1, 1},
+                               {sizeof(float), len * sizeof(float), len * sizeof(float),
+                                len * sizeof(float)},
+                               static_cast<size_t>(lo) * sizeof(float)));
+  }
+
+  // All-reduce of a large partial over three or more members: each member sums its own chunk
+  // of every partial (reduce-scatter), then copies the other chunks from the members that
+  // summed them (all-gather): 2(N-1)/N of the tensor read per member instead of N-1.
+  void reduce_scatter_gather(Tensor* t, Dist& x) {
+    const int64_t n = t->nelements();
+    std::vector<int64_t> bound(static_cast<size_t>(n_) + 1);
+    for (int d = 0; d <= n_; ++d) bound[static_cast<size_t>(d)] = n * d / n_ / 16 * 16;
+    bound[static_cast<size_t>(n_)] = n;
+    for (int d = 0; d < n_; ++d) need_all(d);
+    std::vector<Tensor*> sums(static_cast<size_t>(n_));
+    for (int d = 0; d < n_; ++d) {
+      const int64_t lo = bound[static_cast<size_t>(d)], hi = bound[static_cast<size_t>(d) + 1];
+      // The member's whole sum: memory only, filled by its chunk here and the copies below.
+      Tensor* sum = track(d, ctx(d).new_tensor(t->type, t->ne, t->name + "#sum"));
+      sums[static_cast<size_t>(d)] = sum;
+      Tensor* acc = flat(d, x.shard[0], lo, hi);
+      for (int e = 1; e < n_; ++e) {
+        acc = core::add(ctx(d), acc, flat(d, x.shard[static_cast<size_t>(e)], lo, hi));
+        acc->name = t->name + "#chunk";
+        if (e == n_ - 1) {
+          acc->view_src = sum;
+          acc->view_offset = static_cast<size_t>(lo) * sizeof(float);
+        }
+        emit(d, acc);
+      }
+      held_[static_cast<size_t>(d)].push_back(
+          const_cast<Tensor*>(core::storage_of(x.shard[static_cast<size_t>(d)])));
+    }
+    for (int d = 0; d < n_; ++d) need_all(d);
+    for (int d = 0; d < n_; ++d) {
+      for (int e = 0; e < n_; ++e) {
+        if (e == d) continue;
+        const int64_t lo = bound[static_cast<size_t>(e)], hi = bound[static_cast<size_t>(e) + 1];
+        Tensor* c = ctx(d).new_tensor(t->type, {hi - lo, 1, 1, 1}, t->name + "#gather");
+        c->op = Op::kCpy;
+        c->src[0] = flat(d, sums[static_cast<size_t>(e)], lo, hi);
+        c->view_src = sums[static_cast<size_t>(d)];
+        c->view_offset = static_cast<size_t>(lo) * sizeof(float);
+        emit(d, c);
+      }
+      // The others copy from this member's sum until its next wait for them.
+      held_[static_cast<size_t>(d)].push_back(sums[static_cast<size_t>(d)]);
+    }
+    x_.log += "meta: all-reduce " + t->name + " " + shape_text(*t) + " over " + std::to_string(n_) +
+              " devices (reduce-scatter, all-gather)\n";
     Dist m;
     m.shard = std::move(sums);
     dist_.insert_or_assign(t, std::move(m));

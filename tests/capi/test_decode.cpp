@@ -2,6 +2,8 @@
 // capacity limits reported as codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <span>
 #include <string>
 #include <vector>
@@ -131,6 +133,37 @@ TEST(CapiDecode, LayoutParamsGiveTheSameLogits) {
     results.emplace_back(logits, logits + n);
   }
   EXPECT_EQ(results[0], results[1]);
+}
+
+// A tensor split over two partitions: the host's greedy choice, logits within float rounding.
+TEST(CapiDecode, TensorSplitGivesThePlainLogits) {
+  strata_model_params p;
+  strata_model_params_init(&p);
+  p.n_partitions = 2;
+  p.n_gpu_layers = 99;
+  p.split_mode = STRATA_SPLIT_TENSOR;
+  ModelPtr split_model = open_stories(&p);
+  ASSERT_NE(split_model, nullptr) << strata_last_error();
+  ModelPtr host_model = open_stories();
+  ASSERT_NE(host_model, nullptr) << strata_last_error();
+  const std::vector<int32_t> tokens = tokenize(host_model.get(), "Once upon a time", true);
+  std::vector<std::vector<float>> results;
+  for (strata_model* m : {split_model.get(), host_model.get()}) {
+    ContextPtr c = make_context(m, 32);
+    ASSERT_NE(c, nullptr) << strata_last_error();
+    ASSERT_EQ(strata_decode(c.get(), tokens.data(), tokens.size(), false), STRATA_OK)
+        << strata_last_error();
+    const float* logits = nullptr;
+    int32_t n = 0;
+    ASSERT_EQ(strata_get_logits(c.get(), -1, &logits, &n), STRATA_OK);
+    results.emplace_back(logits, logits + n);
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_NEAR(results[0][i], results[1][i], 1e-3f) << "logit " << i;
+  }
+  EXPECT_EQ(std::max_element(results[0].begin(), results[0].end()) - results[0].begin(),
+            std::max_element(results[1].begin(), results[1].end()) - results[1].begin());
 }
 
 TEST(CapiDecode, ContextOverflowIsOutOfRange) {

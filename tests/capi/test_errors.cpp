@@ -123,8 +123,13 @@ TEST(CapiErrors, BadModelParams) {
   bad.n_tensor_split = 2;
   expect_invalid(bad, "all zero");
   bad = p;
+  const float one_zero[2] = {1.0f, 0.0f};
+  bad.n_partitions = 2;
+  bad.n_gpu_layers = 99;
   bad.split_mode = STRATA_SPLIT_TENSOR;
-  expect_invalid(bad, "-sm tensor is not supported yet");
+  bad.tensor_split = one_zero;
+  bad.n_tensor_split = 2;
+  expect_invalid(bad, "every device needs a positive, finite proportion");
   bad = p;
   bad.split_mode = static_cast<strata_split_mode>(7);
   expect_invalid(bad, "unknown split_mode 7");

@@ -28,7 +28,16 @@ TEST(Open, BadLayoutParamsAreInvalidArguments) {
   expect({.partitions = -1}, "--partitions must be in [0, 256], got -1");
   expect({.device_mem = 1 << 20}, "--device-mem needs --partitions N");
   expect({.n_gpu_layers = 2}, "-ngl needs devices");
-  expect({.split_mode = SplitMode::kTensor}, "-sm tensor is not supported yet");
+  expect({.partitions = 2,
+          .n_gpu_layers = 9,
+          .split_mode = SplitMode::kTensor,
+          .tensor_split = {1.0f, 1.0f, 1.0f}},
+         "-ts gives 3 proportions for 2 devices");
+  expect({.partitions = 2,
+          .n_gpu_layers = 9,
+          .split_mode = SplitMode::kTensor,
+          .tensor_split = {1.0f, 0.0f}},
+         "every device needs a positive, finite proportion");
   expect({.devices = "part:999"}, "partition index 999 is out of range [0, 255]");
   expect({.partitions = 2, .n_gpu_layers = 9, .tensor_split = {-1.0f, 1.0f}}, "-ts");
 }
