@@ -107,6 +107,25 @@ TEST(CapiDecode, LogitsMatchTheSessionBitForBit) {
   EXPECT_EQ(strata_get_logits(c.get(), 1, &row, nullptr), STRATA_ERR_OUT_OF_RANGE);
 }
 
+// The last prompt logits of each model, in order (empty on a failure, which is reported).
+std::vector<std::vector<float>> prompt_logits(std::initializer_list<strata_model*> models,
+                                              const char* prompt) {
+  std::vector<std::vector<float>> results;
+  for (strata_model* m : models) {
+    const std::vector<int32_t> tokens = tokenize(m, prompt, true);
+    ContextPtr c = make_context(m, 32);
+    EXPECT_NE(c, nullptr) << strata_last_error();
+    if (c == nullptr) return {};
+    EXPECT_EQ(strata_decode(c.get(), tokens.data(), tokens.size(), false), STRATA_OK)
+        << strata_last_error();
+    const float* logits = nullptr;
+    int32_t n = 0;
+    if (strata_get_logits(c.get(), -1, &logits, &n) != STRATA_OK) return {};
+    results.emplace_back(logits, logits + n);
+  }
+  return results;
+}
+
 // Partition devices with a layer split: the same logits as the host alone.
 TEST(CapiDecode, LayoutParamsGiveTheSameLogits) {
   strata_model_params p;
@@ -120,18 +139,9 @@ TEST(CapiDecode, LayoutParamsGiveTheSameLogits) {
   ASSERT_NE(split_model, nullptr) << strata_last_error();
   ModelPtr host_model = open_stories();
   ASSERT_NE(host_model, nullptr) << strata_last_error();
-  const std::vector<int32_t> tokens = tokenize(host_model.get(), "Once upon a time", true);
-  std::vector<std::vector<float>> results;
-  for (strata_model* m : {split_model.get(), host_model.get()}) {
-    ContextPtr c = make_context(m, 32);
-    ASSERT_NE(c, nullptr) << strata_last_error();
-    ASSERT_EQ(strata_decode(c.get(), tokens.data(), tokens.size(), false), STRATA_OK)
-        << strata_last_error();
-    const float* logits = nullptr;
-    int32_t n = 0;
-    ASSERT_EQ(strata_get_logits(c.get(), -1, &logits, &n), STRATA_OK);
-    results.emplace_back(logits, logits + n);
-  }
+  const std::vector<std::vector<float>> results =
+      prompt_logits({split_model.get(), host_model.get()}, "Once upon a time");
+  ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0], results[1]);
 }
 
@@ -146,18 +156,9 @@ TEST(CapiDecode, TensorSplitGivesThePlainLogits) {
   ASSERT_NE(split_model, nullptr) << strata_last_error();
   ModelPtr host_model = open_stories();
   ASSERT_NE(host_model, nullptr) << strata_last_error();
-  const std::vector<int32_t> tokens = tokenize(host_model.get(), "Once upon a time", true);
-  std::vector<std::vector<float>> results;
-  for (strata_model* m : {split_model.get(), host_model.get()}) {
-    ContextPtr c = make_context(m, 32);
-    ASSERT_NE(c, nullptr) << strata_last_error();
-    ASSERT_EQ(strata_decode(c.get(), tokens.data(), tokens.size(), false), STRATA_OK)
-        << strata_last_error();
-    const float* logits = nullptr;
-    int32_t n = 0;
-    ASSERT_EQ(strata_get_logits(c.get(), -1, &logits, &n), STRATA_OK);
-    results.emplace_back(logits, logits + n);
-  }
+  const std::vector<std::vector<float>> results =
+      prompt_logits({split_model.get(), host_model.get()}, "Once upon a time");
+  ASSERT_EQ(results.size(), 2u);
   ASSERT_EQ(results[0].size(), results[1].size());
   for (size_t i = 0; i < results[0].size(); ++i) {
     EXPECT_NEAR(results[0][i], results[1][i], 1e-3f) << "logit " << i;
