@@ -14,6 +14,7 @@
 #include "decode_all.h"
 #include "devices/host_device.h"
 #include "engine/generate.h"
+#include "engine/open.h"
 #include "engine/session.h"
 #include "golden.h"
 #include "model/model.h"
@@ -41,18 +42,16 @@ struct Running {
   }
 };
 
-std::unique_ptr<Running> start(ServeOptions o = {}, int64_t n_ctx = 1024) {
+// Serves stories260K laid out as `layout` says (the host alone by default).
+std::unique_ptr<Running> start(ServeOptions o = {}, int64_t n_ctx = 1024,
+                               const engine::OpenParams& layout = {}) {
   auto r = std::make_unique<Running>();
-  auto m = model::Model::load(testing::model_path("stories260K.gguf"),
-                              devices::host_device().buffer_type());
-  EXPECT_TRUE(m.ok());
-  if (!m.ok()) return nullptr;
-  r->model = std::move(m).value();
-  auto s =
-      engine::Session::create(*r->model, devices::host_device(),
-                              {.n_ctx = n_ctx, .n_batch = 256, .n_ubatch = 64, .n_threads = 2});
-  EXPECT_TRUE(s.ok());
-  r->session = std::move(s).value();
+  auto opened = engine::open(testing::model_path("stories260K.gguf"), layout,
+                             {.n_ctx = n_ctx, .n_batch = 256, .n_ubatch = 64, .n_threads = 2});
+  EXPECT_TRUE(opened.ok()) << opened.status().message();
+  if (!opened.ok()) return nullptr;
+  r->model = std::move(opened->model);
+  r->session = std::move(opened->session);
   o.port = 0;
   o.model_name = "stories260K";
   auto srv = Server::create(*r->session, o);
@@ -127,6 +126,30 @@ TEST(Server, ConcurrentGreedyRequestsEachGetTheirSoloText) {
   }
   for (auto& t : clients) t.join();
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], solo_text(kPrompts[i], 32)) << i;
+}
+
+// Continuous batching over a tensor split (a meta device across two partitions): each request
+// still gets the text generation alone on the host gives.
+TEST(Server, TensorSplitServesEachRequestItsSoloText) {
+  engine::OpenParams layout;
+  layout.partitions = 2;
+  layout.n_gpu_layers = 99;
+  layout.split_mode = engine::SplitMode::kTensor;
+  auto r = start({}, 1024, layout);
+  ASSERT_TRUE(r);
+  std::vector<std::string> got(3);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < got.size(); ++i) {
+    clients.emplace_back([&, i] {
+      int status = 0;
+      const json out =
+          post(r->server->port(), "/v1/completions",
+               {{"prompt", kPrompts[i]}, {"max_tokens", 24}, {"temperature", 0}}, &status);
+      if (status == 200) got[i] = out["choices"][0]["text"].get<std::string>();
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], solo_text(kPrompts[i], 24)) << i;
 }
 
 TEST(Server, StreamedChunksAddUpToTheWholeAnswer) {
