@@ -27,11 +27,13 @@ Result<std::unique_ptr<MetaDevice>> MetaDevice::create(std::vector<backend::Devi
   }
   for (backend::Device* m : members) {
     const backend::DeviceCaps c = m->caps();
-    if (!c.events || !c.host_buffers) {
+    // Members' queues wait on each other, so each must queue work rather than run it in the
+    // caller (a synchronous queue would block the caller on a signal not yet queued).
+    if (!c.async || !c.events || !c.host_buffers) {
       return error(ErrorCode::kInvalidArgument,
                    std::string(m->name()) +
-                       " cannot be part of a tensor split: it needs events and memory the host "
-                       "addresses");
+                       " cannot be part of a tensor split: it needs an asynchronous queue, events "
+                       "and memory the host addresses");
     }
   }
   return std::unique_ptr<MetaDevice>(new MetaDevice(std::move(members), std::move(weights)));
