@@ -326,18 +326,22 @@ class Builder {
     const int64_t start = units_of(rel - (a == 0 ? 0 : rel % bt->nb[a]));
     const size_t inner = a == 0 ? 0 : rel % bt->nb[a];
     if (a == 0 && rel % type_bytes != 0) return std::nullopt;
-    // The view axis walking the split axis: the widest stride below the next source axis.
+    // The view axis walking the split axis: the widest stride below the next source axis (on a
+    // tie the outer axis: a quantized head of one block has the stride of axis 0's blocks).
     int j = -1;
     for (size_t i = 0; i < core::kMaxDims; ++i) {
       if (v->ne[i] <= 1 || v->nb[i] >= above || units_of(v->nb[i]) == 0) continue;
-      if (j < 0 || v->nb[i] > v->nb[static_cast<size_t>(j)]) j = static_cast<int>(i);
+      if (j < 0 || v->nb[i] >= v->nb[static_cast<size_t>(j)]) j = static_cast<int>(i);
     }
     if (j < 0) return std::nullopt;
     const auto ju = static_cast<size_t>(j);
     const int64_t unit = units_of(v->nb[ju]);
     for (size_t i = 0; i < core::kMaxDims; ++i) {
       if (i == ju || v->ne[i] <= 1 || v->nb[i] >= above) continue;
-      if (static_cast<size_t>(v->ne[i]) * v->nb[i] > v->nb[ju]) return std::nullopt;
+      // Bytes the axis spans (a quantized row's elements come in blocks).
+      const size_t extent =
+          i == 0 ? core::row_size(v->type, v->ne[0]) : static_cast<size_t>(v->ne[i]) * v->nb[i];
+      if (extent > v->nb[ju]) return std::nullopt;
     }
     const Range covered{start, start + v->ne[ju] * unit};
     Dist out;
