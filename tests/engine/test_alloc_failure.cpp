@@ -166,44 +166,59 @@ TEST(AllocFailure, SessionPrefillAndDecodeEndInAnErrorAtEveryAllocation) {
   EXPECT_TRUE(s.decode(next).ok());
 }
 
-// Two devices: the last three layers, their KV cache and the output on the failing device.
-TEST(AllocFailure, MultiDeviceLayoutEndsInAnErrorAtEveryAllocation) {
-  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
-  FailingDevice device;
+struct LayoutPoints {
+  int64_t load = 0, create = 0, prefill = 0;
+};
+
+// Sweeps the allocations `type` makes in a model load, a session's creation and a prefill, with
+// every layer offloaded to `device`; afterwards the session must still decode.
+LayoutPoints sweep_layout(FailingBufferType& type, backend::Device& device, const char* what) {
+  LayoutPoints p;
   LayoutParams lp;
   lp.devices = {&device};
   lp.n_gpu_layers = 99;
   auto layout = make_layout(5, lp);
-  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  EXPECT_TRUE(layout.ok()) << layout.status().message();
+  if (!layout.ok()) return p;
   const model::WeightPlacement placement = weight_placement(*layout, devices::host_device());
-  const int64_t load_points = sweep(device.failing(), [&]() -> Status {
+  p.load = sweep(type, [&]() -> Status {
     auto m = model::Model::load(kModel, placement);
     return m.ok() ? Status{} : m.status();
   });
   auto model = model::Model::load(kModel, placement);
-  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return p;
   SessionParams sp;
   sp.n_ctx = 64;
   sp.n_ubatch = 4;
-  const int64_t create_points = sweep(device.failing(), [&]() -> Status {
+  p.create = sweep(type, [&]() -> Status {
     auto s = Session::create(**model, devices::host_device(), *layout, sp);
     return s.ok() ? Status{} : s.status();
   });
   auto session = Session::create(**model, devices::host_device(), *layout, sp);
-  ASSERT_TRUE(session.ok()) << session.status().message();
-  const int64_t prefill_points = sweep(device.failing(), [&]() -> Status {
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session.ok()) return p;
+  p.prefill = sweep(type, [&]() -> Status {
     const Status st = (*session)->decode(kPrompt);
     if (st.ok()) (*session)->reset();
     return st;
   });
   std::printf(
-      "two devices: %lld allocation points in model load, %lld at session creation, "
-      "%lld in a prefill, each failed cleanly\n",
-      static_cast<long long>(load_points), static_cast<long long>(create_points),
-      static_cast<long long>(prefill_points));
-  EXPECT_GT(load_points, 0);
-  EXPECT_GT(create_points, 0);
+      "%s: %lld allocation points in model load, %lld at session creation, %lld in a prefill, "
+      "each failed cleanly\n",
+      what, static_cast<long long>(p.load), static_cast<long long>(p.create),
+      static_cast<long long>(p.prefill));
   EXPECT_TRUE((*session)->decode(kPrompt).ok());
+  return p;
+}
+
+// Two devices: every layer, their KV cache and the output on the failing device.
+TEST(AllocFailure, MultiDeviceLayoutEndsInAnErrorAtEveryAllocation) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  FailingDevice device;
+  const LayoutPoints p = sweep_layout(device.failing(), device, "two devices");
+  EXPECT_GT(p.load, 0);
+  EXPECT_GT(p.create, 0);
 }
 
 // A tensor split over two partitions, the first one's memory failing: its shards of the
@@ -215,40 +230,9 @@ TEST(AllocFailure, TensorSplitEndsInAnErrorAtEveryAllocation) {
   FailingMember failing(*(*parts)[0]);
   auto meta = meta::MetaDevice::create({&failing, (*parts)[1]}, {});
   ASSERT_TRUE(meta.ok()) << meta.status().message();
-  LayoutParams lp;
-  lp.devices = {meta->get()};
-  lp.n_gpu_layers = 99;
-  auto layout = make_layout(5, lp);
-  ASSERT_TRUE(layout.ok()) << layout.status().message();
-  const model::WeightPlacement placement = weight_placement(*layout, devices::host_device());
-  const int64_t load_points = sweep(failing.failing(), [&]() -> Status {
-    auto m = model::Model::load(kModel, placement);
-    return m.ok() ? Status{} : m.status();
-  });
-  auto model = model::Model::load(kModel, placement);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  SessionParams sp;
-  sp.n_ctx = 64;
-  sp.n_ubatch = 4;
-  const int64_t create_points = sweep(failing.failing(), [&]() -> Status {
-    auto s = Session::create(**model, devices::host_device(), *layout, sp);
-    return s.ok() ? Status{} : s.status();
-  });
-  auto session = Session::create(**model, devices::host_device(), *layout, sp);
-  ASSERT_TRUE(session.ok()) << session.status().message();
-  const int64_t prefill_points = sweep(failing.failing(), [&]() -> Status {
-    const Status st = (*session)->decode(kPrompt);
-    if (st.ok()) (*session)->reset();
-    return st;
-  });
-  std::printf(
-      "tensor split: %lld allocation points in model load, %lld at session creation, %lld in "
-      "a prefill, each failed cleanly\n",
-      static_cast<long long>(load_points), static_cast<long long>(create_points),
-      static_cast<long long>(prefill_points));
-  EXPECT_GT(load_points, 10);  // a shard of every split or mirrored tensor
-  EXPECT_GT(create_points, 0);
-  EXPECT_TRUE((*session)->decode(kPrompt).ok());
+  const LayoutPoints p = sweep_layout(failing.failing(), **meta, "tensor split");
+  EXPECT_GT(p.load, 10);  // a shard of every split or mirrored tensor
+  EXPECT_GT(p.create, 0);
 }
 
 }  // namespace
