@@ -37,16 +37,16 @@ Status check_tensor_range(const core::Tensor& t, size_t offset, size_t size) {
 Status check_host_copy(const core::Tensor& dst, const core::Tensor& src) {
   STRATA_RETURN_IF_ERROR(check_placed(dst));
   STRATA_RETURN_IF_ERROR(check_placed(src));
-  const std::string what = "copy of '" + src.name + "' (" + core::describe(src) + ") into '" +
-                           dst.name + "' (" + core::describe(dst) + ")";
-  if (dst.type != src.type || dst.ne != src.ne) {
-    return error(ErrorCode::kInvalidArgument, what + ": types or shapes differ");
-  }
-  if (!dst.is_contiguous() || !src.is_contiguous()) {
-    return error(ErrorCode::kInvalidArgument, what + ": both must be contiguous");
-  }
+  // Every copy a scheduler queues passes here: the message is only built for a failure.
+  const auto fail = [&](const char* why) {
+    return error(ErrorCode::kInvalidArgument, "copy of '" + src.name + "' (" + core::describe(src) +
+                                                  ") into '" + dst.name + "' (" +
+                                                  core::describe(dst) + "): " + why);
+  };
+  if (dst.type != src.type || dst.ne != src.ne) return fail("types or shapes differ");
+  if (!dst.is_contiguous() || !src.is_contiguous()) return fail("both must be contiguous");
   if (!host_addressable(dst) || !host_addressable(src)) {
-    return error(ErrorCode::kInvalidArgument, what + ": both must be in host-addressable memory");
+    return fail("both must be in host-addressable memory");
   }
   return {};
 }

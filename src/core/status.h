@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <new>
 #include <string>
 #include <utility>
 #include <variant>
@@ -74,6 +75,18 @@ class [[nodiscard]] Result {
  private:
   std::variant<T, Status> v_;
 };
+
+/// Runs `body` (returning a Status or a Result) and turns a std::bad_alloc thrown by a container
+/// or `new` inside it into kOutOfMemory ("`what`: out of memory"). This is where allocation
+/// failures become error values; undoing what the interrupted body did is the caller's part.
+template <typename F>
+auto out_of_memory_as_error(const char* what, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return error(ErrorCode::kOutOfMemory, std::string(what) + ": out of memory");
+  }
+}
 
 }  // namespace strata
 

@@ -1,7 +1,5 @@
 #include "core/tensor.h"
 
-#include <sstream>
-
 namespace strata::core {
 
 size_t Tensor::nbytes() const {
@@ -36,10 +34,11 @@ std::array<size_t, kMaxDims> contiguous_strides(Type type,
 }
 
 std::string describe(const Tensor& t) {
-  std::ostringstream os;
-  os << type_name(t.type) << " [" << t.ne[0] << ", " << t.ne[1] << ", " << t.ne[2] << ", "
-     << t.ne[3] << "]";
-  return os.str();
+  // Plain strings, not a stream: a stream would swallow a failed allocation and return a
+  // truncated text.
+  return std::string(type_name(t.type)) + " [" + std::to_string(t.ne[0]) + ", " +
+         std::to_string(t.ne[1]) + ", " + std::to_string(t.ne[2]) + ", " + std::to_string(t.ne[3]) +
+         "]";
 }
 
 }  // namespace strata::core

@@ -50,7 +50,8 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
   size_t need = 0;
   for (const Tensor* node : g.nodes) {
     if (!computes(*node)) continue;
-    STRATA_RETURN_IF_ERROR(check_node(*node).with_context(label(*node)));
+    // The label is only built for a message: this runs for every node of every graph.
+    if (Status st = check_node(*node); !st.ok()) return st.with_context(label(*node));
     STRATA_RETURN_IF_ERROR(check_placed(*node));
     need = std::max(need, work_size(*node, pool.size()));
     work.push_back(node);

@@ -45,7 +45,14 @@ Result<std::unique_ptr<memory::Buffer>> BudgetBufferType::allocate(size_t size) 
     release(rounded);
     return error(ErrorCode::kOutOfMemory, what + ": the OS refused");
   }
-  return std::unique_ptr<memory::Buffer>(new BudgetBuffer(this, p, rounded, numa_node_));
+  try {
+    return std::unique_ptr<memory::Buffer>(new BudgetBuffer(this, p, rounded, numa_node_));
+  } catch (const std::bad_alloc&) {
+    // The pages and the budget are given back when their owner cannot be made.
+    free_pages(p, rounded, numa_node_);
+    release(rounded);
+    return error(ErrorCode::kOutOfMemory, what + ": out of memory");
+  }
 }
 
 }  // namespace strata::devices

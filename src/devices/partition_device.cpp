@@ -30,36 +30,41 @@ bool PartitionDevice::supports_op(const core::Tensor& node) const {
 
 Result<std::unique_ptr<backend::Backend>> PartitionDevice::make_backend(
     const backend::BackendOptions& options) {
-  const int queue_core = spec_.cores.empty() ? -1 : spec_.cores[0];
-  cpu::ThreadPool& pool = team();
-  if (!pool.start_status().ok()) return pool.start_status().with_context(name_);
-  // The backend's queue thread is started by its constructor, which can only throw.
-  try {
-    return std::unique_ptr<backend::Backend>(
-        new PartitionBackend(*this, pool, queue_core, options.wait_timeout));
-  } catch (const std::system_error& e) {
-    return error(ErrorCode::kOutOfMemory, name_ + ": cannot start the queue thread: " + e.what());
-  }
+  return out_of_memory_as_error(name_.c_str(), [&]() -> Result<std::unique_ptr<backend::Backend>> {
+    const int queue_core = spec_.cores.empty() ? -1 : spec_.cores[0];
+    auto pool = team();
+    if (!pool.ok()) return pool.status();
+    // The backend's queue thread is started by its constructor, which can only throw.
+    try {
+      return std::unique_ptr<backend::Backend>(
+          new PartitionBackend(*this, **pool, queue_core, options.wait_timeout));
+    } catch (const std::system_error& e) {
+      return error(ErrorCode::kOutOfMemory, name_ + ": cannot start the queue thread: " + e.what());
+    }
+  });
 }
 
 Result<std::unique_ptr<backend::Event>> PartitionDevice::make_event() {
   return std::unique_ptr<backend::Event>(std::make_unique<backend::HostEvent>(*this));
 }
 
-cpu::ThreadPool& PartitionDevice::team() {
+Result<cpu::ThreadPool*> PartitionDevice::team() {
   std::lock_guard<std::mutex> lock(team_mutex_);
   if (!team_) {
     const int n = spec_.cores.empty() ? 1 : static_cast<int>(spec_.cores.size());
-    team_ = std::make_unique<cpu::ThreadPool>(n);
+    auto pool = std::make_unique<cpu::ThreadPool>(n);
+    // A team that could not start is not kept: the next make_backend tries again.
+    if (!pool->start_status().ok()) return pool->start_status().with_context(name_);
     // Participant i > 0 of every run is the same worker thread, so pinning it once in a run
     // pins it for good; participant 0 is the calling queue thread, which pins itself.
-    team_->run([this](int ith, int) {
+    pool->run([this](int ith, int) {
       if (ith == 0) return;
       const int cores[] = {spec_.cores[static_cast<size_t>(ith)]};
       (void)pin_current_thread(cores);
     });
+    team_ = std::move(pool);
   }
-  return *team_;
+  return team_.get();
 }
 
 }  // namespace strata::devices

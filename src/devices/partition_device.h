@@ -42,7 +42,8 @@ class PartitionDevice final : public backend::Device {
   size_t memory_in_use() const { return buffer_type_.in_use(); }
 
  private:
-  cpu::ThreadPool& team();
+  /// The worker team, started on first use.
+  Result<cpu::ThreadPool*> team();
 
   PartitionSpec spec_;
   std::string name_;

@@ -43,7 +43,10 @@ void WorkQueue::serve(std::stop_token stop) {
     entries_.pop_front();
     const bool skip = !error_.ok() && !entry.runs_after_error;
     lock.unlock();
-    Status status = skip ? Status() : entry.task(stop);
+    // A task's failed allocation is its error like any other: nothing may unwind out of the
+    // thread, and the caller learns of it at synchronize().
+    Status status =
+        skip ? Status() : out_of_memory_as_error("device queue", [&] { return entry.task(stop); });
     entry.task = nullptr;  // release what the task captured before anyone is told it is done
     lock.lock();
     if (!status.ok() && error_.ok()) error_ = std::move(status);

@@ -42,7 +42,10 @@ Result<std::unique_ptr<BatchLoop>> BatchLoop::create(Session& session, const Bat
                                                   " is too small for " + std::to_string(p.n_slots) +
                                                   " slots");
   }
-  return std::unique_ptr<BatchLoop>(new BatchLoop(session, p));
+  return out_of_memory_as_error("creating the batch loop", [&] {
+    return Result<std::unique_ptr<BatchLoop>>(
+        std::unique_ptr<BatchLoop>(new BatchLoop(session, p)));
+  });
 }
 
 BatchLoop::BatchLoop(Session& s, const BatchLoopParams& p) : session_(s), params_(p) {
@@ -64,8 +67,10 @@ Status BatchLoop::submit(Request request) {
                                              std::to_string(slot_ctx_));
   }
   std::lock_guard lock(mu_);
-  queue_.push_back(std::move(request));
-  return {};
+  return out_of_memory_as_error("queuing a request", [&]() -> Status {
+    queue_.push_back(std::move(request));  // left as it was if the queue cannot grow
+    return {};
+  });
 }
 
 bool BatchLoop::idle() const {
@@ -82,7 +87,10 @@ int BatchLoop::busy_slots() const {
       std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; }));
 }
 
-void BatchLoop::assign(Slot& slot, Request req) {
+void BatchLoop::assign(Slot& slot, Request& req) {
+  // What can fail to allocate comes first: if it does, the request is still queued as it was.
+  auto sampler = std::make_unique<Sampler>(req.sampling);
+  for (int32_t t : req.prompt) sampler->accept(t);
   // Keep the longest prefix the slot already holds; at least the last prompt token is
   // evaluated again, for its logits.
   size_t keep = 0;
@@ -95,8 +103,7 @@ void BatchLoop::assign(Slot& slot, Request req) {
   slot.n_prompt_done = keep;
   slot.next = -1;
   slot.generated = 0;
-  slot.sampler = std::make_unique<Sampler>(req.sampling);
-  for (int32_t t : req.prompt) slot.sampler->accept(t);
+  slot.sampler = std::move(sampler);
   slot.req = std::move(req);
   slot.busy = true;
 }
@@ -113,6 +120,20 @@ void BatchLoop::finish(Slot& slot, FinishReason reason, const Status& st) {
 }
 
 Status BatchLoop::step() {
+  try {
+    return step_unguarded();
+  } catch (const std::bad_alloc&) {
+    // Where it failed, a slot's tokens may be ahead of its cache: every active request ends,
+    // as after a failed decode, and their slots start afresh.
+    const Status st = error(ErrorCode::kOutOfMemory, "batch step: out of memory");
+    for (Slot& s : slots_) {
+      if (s.busy) finish(s, FinishReason::kError, st);
+    }
+    return st;
+  }
+}
+
+Status BatchLoop::step_unguarded() {
   // Waiting requests take free slots, the slot holding the longest prefix of the prompt first.
   {
     std::lock_guard lock(mu_);
@@ -130,7 +151,7 @@ Status BatchLoop::step() {
         }
       }
       if (best == nullptr) break;
-      assign(*best, std::move(queue_.front()));
+      assign(*best, queue_.front());
       queue_.pop_front();
     }
   }

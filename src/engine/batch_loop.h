@@ -83,7 +83,8 @@ class BatchLoop {
   };
 
   BatchLoop(Session& s, const BatchLoopParams& p);
-  void assign(Slot& slot, Request req);
+  void assign(Slot& slot, Request& req);
+  Status step_unguarded();
   void finish(Slot& slot, FinishReason reason, const Status& st = {});
 
   Session& session_;

@@ -52,49 +52,55 @@ Result<std::vector<int32_t>> KvCells::claim(std::span<const int32_t> seqs,
   std::vector<int32_t> cells;
   cells.reserve(pos.size());
   Status st;
-  for (size_t i = 0; i < pos.size() && st.ok(); ++i) {
-    const int32_t s = seqs[i], p = pos[i];
-    if (s < 0 || s >= kMaxSeqs) {
-      st = error(ErrorCode::kInvalidArgument, "kv cache: sequence id " + std::to_string(s) +
-                                                  " is out of range [0, " +
-                                                  std::to_string(kMaxSeqs) + ")");
-      break;
-    }
-    if (p < 0) {
-      st = error(ErrorCode::kInvalidArgument, "kv cache: negative position " + std::to_string(p));
-      break;
-    }
-    const int64_t block = p / kPage;
-    int32_t page = page_of(s, block);
-    int64_t cell = page < 0 ? -1 : page * kPage + p % kPage;
-    if (cell >= 0 && has(cell, s) && pos_[static_cast<size_t>(cell)] == p) {
-      st = error(ErrorCode::kInvalidArgument, "kv cache: sequence " + std::to_string(s) +
-                                                  " already holds position " + std::to_string(p));
-      break;
-    }
-    if (cell < 0 || pos_[static_cast<size_t>(cell)] >= 0) {
-      // No page for this block yet, or its cell is taken by another sequence (a shared page):
-      // a fresh page, after the sequence's earlier ones.
-      int32_t after = -1;
-      for (int64_t b = block - 1; b >= 0 && after < 0; --b) after = page_of(s, b);
-      page = free_page(after);
-      if (page < 0) {
-        st = error(ErrorCode::kOutOfRange, "context overflow: no free page of " +
-                                               std::to_string(kPage) + " cells for sequence " +
-                                               std::to_string(s) + " (raise -c)");
+  // A page table that cannot grow ends the claim like any other error: what was claimed so
+  // far is given back.
+  try {
+    for (size_t i = 0; i < pos.size() && st.ok(); ++i) {
+      const int32_t s = seqs[i], p = pos[i];
+      if (s < 0 || s >= kMaxSeqs) {
+        st = error(ErrorCode::kInvalidArgument, "kv cache: sequence id " + std::to_string(s) +
+                                                    " is out of range [0, " +
+                                                    std::to_string(kMaxSeqs) + ")");
         break;
       }
-      std::vector<int32_t>& table = block_pages_[static_cast<size_t>(s)];
-      if (static_cast<int64_t>(table.size()) <= block)
-        table.resize(static_cast<size_t>(block) + 1, -1);
-      table[static_cast<size_t>(block)] = page;
-      cell = page * kPage + p % kPage;
+      if (p < 0) {
+        st = error(ErrorCode::kInvalidArgument, "kv cache: negative position " + std::to_string(p));
+        break;
+      }
+      const int64_t block = p / kPage;
+      int32_t page = page_of(s, block);
+      int64_t cell = page < 0 ? -1 : page * kPage + p % kPage;
+      if (cell >= 0 && has(cell, s) && pos_[static_cast<size_t>(cell)] == p) {
+        st = error(ErrorCode::kInvalidArgument, "kv cache: sequence " + std::to_string(s) +
+                                                    " already holds position " + std::to_string(p));
+        break;
+      }
+      if (cell < 0 || pos_[static_cast<size_t>(cell)] >= 0) {
+        // No page for this block yet, or its cell is taken by another sequence (a shared page):
+        // a fresh page, after the sequence's earlier ones.
+        int32_t after = -1;
+        for (int64_t b = block - 1; b >= 0 && after < 0; --b) after = page_of(s, b);
+        page = free_page(after);
+        if (page < 0) {
+          st = error(ErrorCode::kOutOfRange, "context overflow: no free page of " +
+                                                 std::to_string(kPage) + " cells for sequence " +
+                                                 std::to_string(s) + " (raise -c)");
+          break;
+        }
+        std::vector<int32_t>& table = block_pages_[static_cast<size_t>(s)];
+        if (static_cast<int64_t>(table.size()) <= block)
+          table.resize(static_cast<size_t>(block) + 1, -1);
+        table[static_cast<size_t>(block)] = page;
+        cell = page * kPage + p % kPage;
+      }
+      pos_[static_cast<size_t>(cell)] = p;
+      seqs_[static_cast<size_t>(cell)] = uint64_t{1} << s;
+      ++page_used_[static_cast<size_t>(cell / kPage)];
+      ++used_;
+      cells.push_back(static_cast<int32_t>(cell));
     }
-    pos_[static_cast<size_t>(cell)] = p;
-    seqs_[static_cast<size_t>(cell)] = uint64_t{1} << s;
-    ++page_used_[static_cast<size_t>(cell / kPage)];
-    ++used_;
-    cells.push_back(static_cast<int32_t>(cell));
+  } catch (const std::bad_alloc&) {
+    st = error(ErrorCode::kOutOfMemory, "kv cache: out of memory");
   }
   if (!st.ok()) {
     release(cells, seqs.first(cells.size()));

@@ -41,11 +41,12 @@ std::vector<paged::WaitPoint> KvPager::next_waits() const {
 }
 
 void KvPager::post(const Job& job) {
-  const uint64_t base = jobs_posted_++ * static_cast<uint64_t>(n_layer_);
+  const uint64_t base = jobs_posted_ * static_cast<uint64_t>(n_layer_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs_.emplace_back(base, job);
   }
+  ++jobs_posted_;  // only once the job is queued: a post that throws leaves the count as it was
   posted_.notify_one();
 }
 
@@ -145,8 +146,8 @@ void KvPager::serve(std::stop_token stop) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       posted_.wait(lock, stop, [this] { return !jobs_.empty(); });
-      if (jobs_.empty()) return;  // stopping
-      next = jobs_.front();
+      if (jobs_.empty()) return;        // stopping
+      next = std::move(jobs_.front());  // moved: nothing on this thread may fail to allocate
       jobs_.pop_front();
     }
     const auto& [admit_base, job] = next;
@@ -159,7 +160,7 @@ void KvPager::serve(std::stop_token stop) {
       if (!failed) {
         SlotState& slot =
             slots_[static_cast<size_t>(paging_->slot_of_layer[static_cast<size_t>(l)])];
-        Status st = page_in(l, job, slot, stop);
+        Status st = out_of_memory_as_error("kv pager", [&] { return page_in(l, job, slot, stop); });
         if (!st.ok()) {
           std::lock_guard<std::mutex> lock(mutex_);
           if (error_.ok()) error_ = st;

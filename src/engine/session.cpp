@@ -30,6 +30,15 @@ Result<std::unique_ptr<Session>> Session::create(const model::Model& model, back
 Result<std::unique_ptr<Session>> Session::create(const model::Model& model, backend::Device& host,
                                                  const Layout& layout,
                                                  const SessionParams& params) {
+  // A session that cannot be created is destroyed as it unwinds: nothing outlives the call.
+  return out_of_memory_as_error("creating the session",
+                                [&] { return create_unguarded(model, host, layout, params); });
+}
+
+Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& model,
+                                                           backend::Device& host,
+                                                           const Layout& layout,
+                                                           const SessionParams& params) {
   const auto& hp = model.hparams();
   SessionParams p = params;
   if (p.n_ctx < 0) return invalid("context size must not be negative");
@@ -112,6 +121,11 @@ void Batch::clear() {
 }
 
 Status Session::decode(std::span<const int32_t> tokens, bool all_logits) {
+  // Nothing has changed if building the batch fails; decode(batch) handles its own failures.
+  return out_of_memory_as_error("decode", [&] { return decode_sequence(tokens, all_logits); });
+}
+
+Status Session::decode_sequence(std::span<const int32_t> tokens, bool all_logits) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) return invalid("decode: no tokens");
   if (n_past() + n > n_ctx()) {
@@ -148,24 +162,42 @@ Status Session::decode(const Batch& batch) {
   const auto n_vocab_sz = static_cast<size_t>(n_vocab);
   const auto n_out = static_cast<size_t>(
       std::count_if(batch.logits.begin(), batch.logits.end(), [](uint8_t f) { return f != 0; }));
-  // Sized up front: queued reads of the logits write into it while later micro-batches run.
-  std::vector<float> out(n_out * n_vocab_sz);
+  std::vector<float> out;
   std::vector<int32_t> claimed_cells, claimed_seqs;  // undone if the call fails
   // A deque: queued transfers read from each entry, so entries must never move.
   std::deque<InFlight> in_flight;
+  bool recorded = true;  // whether in_flight.back()'s cells are in claimed_cells
   Status st;
-  size_t row = 0;
-  for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
-    const int64_t len = std::min(params_.n_ubatch, n - i);
-    InFlight& f = in_flight.emplace_back();
-    st = run_ubatch(batch, i, len, out.data() + row * n_vocab_sz, f);
-    claimed_cells.insert(claimed_cells.end(), f.slots.begin(), f.slots.end());
-    claimed_seqs.insert(claimed_seqs.end(), f.seqs.begin(), f.seqs.end());
-    row += f.kept;
-    // Without pipelining each micro-batch completes before the next is queued.
-    if (st.ok() && !params_.pipeline) {
-      st = sched_->synchronize();
-      in_flight.clear();
+  // An allocation that fails anywhere below (a container, a graph node) ends the call like
+  // any other error: queued work is waited for and the claimed cells are given back.
+  try {
+    // Sized up front: queued reads of the logits write into `out` while later micro-batches
+    // run; the claimed lists never grow during the loop, so recording cannot fail.
+    out.resize(n_out * n_vocab_sz);
+    claimed_cells.reserve(static_cast<size_t>(n));
+    claimed_seqs.reserve(static_cast<size_t>(n));
+    size_t row = 0;
+    for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
+      const int64_t len = std::min(params_.n_ubatch, n - i);
+      InFlight& f = in_flight.emplace_back();
+      recorded = false;
+      st = run_ubatch(batch, i, len, out.data() + row * n_vocab_sz, f);
+      claimed_cells.insert(claimed_cells.end(), f.slots.begin(), f.slots.end());
+      claimed_seqs.insert(claimed_seqs.end(), f.seqs.begin(), f.seqs.end());
+      recorded = true;
+      row += f.kept;
+      // Without pipelining each micro-batch completes before the next is queued.
+      if (st.ok() && !params_.pipeline) {
+        st = sched_->synchronize();
+        in_flight.clear();
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    st = error(ErrorCode::kOutOfMemory, "decode: out of memory");
+    if (!recorded) {
+      const InFlight& f = in_flight.back();
+      claimed_cells.insert(claimed_cells.end(), f.slots.begin(), f.slots.end());
+      claimed_seqs.insert(claimed_seqs.end(), f.seqs.begin(), f.seqs.end());
     }
   }
   // The layer fences' timelines say the work has completed; synchronize collects any error.

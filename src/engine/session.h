@@ -102,6 +102,11 @@ class Session {
  private:
   Session() = default;
   // What a queued micro-batch needs kept alive until the backends are synchronized.
+  static Result<std::unique_ptr<Session>> create_unguarded(const model::Model& model,
+                                                           backend::Device& host,
+                                                           const Layout& layout,
+                                                           const SessionParams& params);
+  Status decode_sequence(std::span<const int32_t> tokens, bool all_logits);
   struct InFlight {
     std::unique_ptr<core::Context> ctx;
     std::unique_ptr<core::Graph> graph;

@@ -73,7 +73,12 @@ Result<std::unique_ptr<Buffer>> HostBufferType::allocate(size_t size) {
   if (p == nullptr) {
     return error(ErrorCode::kOutOfMemory, "host: allocation of " + format_bytes(size) + " failed");
   }
-  return std::unique_ptr<Buffer>(new OwnedHostBuffer(this, p, rounded));
+  try {
+    return std::unique_ptr<Buffer>(new OwnedHostBuffer(this, p, rounded));
+  } catch (const std::bad_alloc&) {
+    std::free(p);  // the bytes are not leaked when their owner cannot be made
+    return error(ErrorCode::kOutOfMemory, "host: out of memory");
+  }
 }
 
 HostBufferType& host_buffer_type() {

@@ -57,7 +57,12 @@ Result<std::unique_ptr<Buffer>> HugePageBufferType::allocate(size_t size) {
   }
   // Advice only: a kernel that declines leaves ordinary pages, which are just as correct.
   madvise(p, rounded, MADV_HUGEPAGE);
-  return std::unique_ptr<Buffer>(new MappedBuffer(this, p, rounded));
+  try {
+    return std::unique_ptr<Buffer>(new MappedBuffer(this, p, rounded));
+  } catch (const std::bad_alloc&) {
+    munmap(p, rounded);  // the mapping is not leaked when its owner cannot be made
+    return error(ErrorCode::kOutOfMemory, "host-huge: out of memory");
+  }
 #else
   // No huge-page advice off Linux: plain host memory keeps callers working.
   auto buf = host_buffer_type().allocate(rounded);

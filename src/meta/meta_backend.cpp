@@ -153,27 +153,50 @@ Status MetaBackend::compute_async(const core::Graph& graph) {
   STRATA_RETURN_IF_ERROR(place(*x));
   STRATA_RETURN_IF_ERROR(barrier());
   const std::vector<uint64_t> base = issued_;
+  // Signals of each member queued so far; a run that fails part way counts only those.
+  std::vector<uint32_t> queued(members_.size(), 0);
+  const Status st =
+      out_of_memory_as_error("tensor split", [&] { return queue_steps(*x, base, queued); });
   for (size_t d = 0; d < members_.size(); ++d) {
-    backend::Backend& b = *members_[d];
-    for (const Step& s : x->members[d].steps) {
-      switch (s.kind) {
-        case Step::Kind::kCompute:
-          STRATA_RETURN_IF_ERROR(b.compute_async(s.graph));
-          break;
-        case Step::Kind::kSignal:
-          STRATA_RETURN_IF_ERROR(b.signal(*events_[d], base[d] + s.index));
-          break;
-        case Step::Kind::kWait: {
-          const auto e = static_cast<size_t>(s.other);
-          STRATA_RETURN_IF_ERROR(b.wait(*events_[e], base[e] + s.index));
-          break;
-        }
-      }
-    }
-    issued_[d] = base[d] + x->members[d].signals;
+    issued_[d] = base[d] + queued[d];
     busy_[d] = true;
   }
-  return {};
+  return st;
+}
+
+// Members are queued in turn, each up to a wait for a signal not queued yet, so everything
+// queued is a closed prefix of the run: a run that fails part way leaves no member waiting
+// for a signal that will never come, and no step computing from inputs nobody produced. (The
+// expansion emits every signal before the waits on it, so each round makes progress.)
+Status MetaBackend::queue_steps(const Expansion& x, const std::vector<uint64_t>& base,
+                                std::vector<uint32_t>& queued) {
+  const size_t n = members_.size();
+  std::vector<size_t> next(n, 0);
+  for (;;) {
+    bool progress = false, done = true;
+    for (size_t d = 0; d < n; ++d) {
+      backend::Backend& b = *members_[d];
+      const std::vector<Step>& steps = x.members[d].steps;
+      for (; next[d] < steps.size(); ++next[d], progress = true) {
+        const Step& s = steps[next[d]];
+        if (s.kind == Step::Kind::kCompute) {
+          STRATA_RETURN_IF_ERROR(b.compute_async(s.graph));
+        } else if (s.kind == Step::Kind::kSignal) {
+          STRATA_RETURN_IF_ERROR(b.signal(*events_[d], base[d] + s.index));
+          queued[d] = s.index;
+        } else {
+          const auto e = static_cast<size_t>(s.other);
+          if (s.index > queued[e]) break;
+          STRATA_RETURN_IF_ERROR(b.wait(*events_[e], base[e] + s.index));
+        }
+      }
+      done = done && next[d] == steps.size();
+    }
+    if (done) return {};
+    if (!progress) {
+      return error(ErrorCode::kInternal, "tensor split: a member waits for a signal never queued");
+    }
+  }
 }
 
 Status MetaBackend::set_async(core::Tensor& t, const void* src, size_t offset, size_t size) {

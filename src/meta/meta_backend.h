@@ -43,6 +43,10 @@ class MetaBackend final : public backend::Backend {
   Status place(Expansion& x);
   Status join_first();
   Status barrier();
+  // Queues every member's steps of `x`, its signals numbered from `base`; `queued` counts
+  // each member's signals queued.
+  Status queue_steps(const Expansion& x, const std::vector<uint64_t>& base,
+                     std::vector<uint32_t>& queued);
   void report_compute_bytes();
 
   MetaDevice* device_;

@@ -44,7 +44,12 @@ Result<std::unique_ptr<memory::Buffer>> MetaBufferType::allocate(size_t size) {
     return error(ErrorCode::kOutOfMemory,
                  std::string(name()) + ": cannot reserve " + memory::format_bytes(size));
   }
-  return std::unique_ptr<memory::Buffer>(new MetaBuffer(this, *device_, p, bytes));
+  try {
+    return std::unique_ptr<memory::Buffer>(new MetaBuffer(this, *device_, p, bytes));
+  } catch (const std::bad_alloc&) {
+    munmap(p, bytes);  // the range is not leaked when its owner cannot be made
+    return error(ErrorCode::kOutOfMemory, std::string(name()) + ": out of memory");
+  }
 }
 
 MetaBuffer::MetaBuffer(MetaBufferType* type, MetaDevice& device, void* base, size_t size)

@@ -9,6 +9,13 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                            const WeightPlacement& placement) {
+  // Whatever was loaded is released as the failed load unwinds.
+  return out_of_memory_as_error("loading the model",
+                                [&] { return load_unguarded(path, placement); });
+}
+
+Result<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
+                                                     const WeightPlacement& placement) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
   auto hp = read_hparams(*file);

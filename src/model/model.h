@@ -38,6 +38,8 @@ class Model {
   }
 
  private:
+  static Result<std::unique_ptr<Model>> load_unguarded(const std::string& path,
+                                                       const WeightPlacement& placement);
   Model(gguf::File file, const Architecture& arch, Hparams hp, Tokenizer tok)
       : file_(std::move(file)), arch_(&arch), hparams_(std::move(hp)), tokenizer_(std::move(tok)) {}
 

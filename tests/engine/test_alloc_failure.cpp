@@ -95,6 +95,67 @@ class FailingMember final : public backend::Device {
   FailingBufferType type_;
 };
 
+// A partition whose queue refuses the compute numbered `fail_at` (counting from arm()), as a
+// device that runs out of memory mid-run would: the work queued before it stays queued.
+class RefusingMember final : public backend::Device {
+ public:
+  explicit RefusingMember(backend::Device& part) : part_(&part) {}
+  std::string_view name() const override { return part_->name(); }
+  backend::DeviceKind kind() const override { return part_->kind(); }
+  backend::DeviceMemory memory() const override { return part_->memory(); }
+  backend::DeviceCaps caps() const override { return part_->caps(); }
+  memory::BufferType& buffer_type() override { return part_->buffer_type(); }
+  bool supports_op(const core::Tensor& node) const override { return part_->supports_op(node); }
+  Result<std::unique_ptr<backend::Backend>> make_backend(
+      const backend::BackendOptions& options) override {
+    auto inner = part_->make_backend(options);
+    if (!inner.ok()) return inner.status();
+    return std::unique_ptr<backend::Backend>(new Refusing(*this, std::move(inner).value()));
+  }
+  Result<std::unique_ptr<backend::Event>> make_event() override { return part_->make_event(); }
+
+  void arm(int64_t n) {
+    calls_ = 0;
+    fail_at_ = n;
+  }
+  int64_t calls() const { return calls_; }
+
+ private:
+  class Refusing final : public backend::Backend {
+   public:
+    Refusing(RefusingMember& owner, std::unique_ptr<backend::Backend> inner)
+        : owner_(&owner), inner_(std::move(inner)) {}
+    backend::Device& device() override { return inner_->device(); }
+    Status compute_async(const core::Graph& g) override {
+      if (owner_->calls_++ == owner_->fail_at_) {
+        return error(ErrorCode::kOutOfMemory, "injected refusal of a compute");
+      }
+      return inner_->compute_async(g);
+    }
+    Status reserve(const core::Graph& g) override { return inner_->reserve(g); }
+    Status set_async(core::Tensor& t, const void* src, size_t o, size_t n) override {
+      return inner_->set_async(t, src, o, n);
+    }
+    Status get_async(const core::Tensor& t, void* dst, size_t o, size_t n) override {
+      return inner_->get_async(t, dst, o, n);
+    }
+    Status copy_async(core::Tensor& dst, const core::Tensor& src) override {
+      return inner_->copy_async(dst, src);
+    }
+    Status signal(backend::Event& e, uint64_t v) override { return inner_->signal(e, v); }
+    Status wait(backend::Event& e, uint64_t v) override { return inner_->wait(e, v); }
+    Status synchronize() override { return inner_->synchronize(); }
+
+   private:
+    RefusingMember* owner_;
+    std::unique_ptr<backend::Backend> inner_;
+  };
+
+  backend::Device* part_;
+  int64_t calls_ = 0;
+  int64_t fail_at_ = -1;
+};
+
 const std::string kModel = testing::model_path("stories260K.gguf");
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 95, 292, 44, 262, 300};
 
@@ -233,6 +294,55 @@ TEST(AllocFailure, TensorSplitEndsInAnErrorAtEveryAllocation) {
   const LayoutPoints p = sweep_layout(failing.failing(), **meta, "tensor split");
   EXPECT_GT(p.load, 10);  // a shard of every split or mirrored tensor
   EXPECT_GT(p.create, 0);
+}
+
+// A tensor split whose second member refuses one compute of a run, after the first member has
+// queued all of its own (including waits for the second's signals): the decode fails, returns
+// within the test's time (no member is left waiting), and the next decode computes what a
+// session that never failed does.
+TEST(AllocFailure, TensorSplitRecoversFromAMemberThatFailsMidRun) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  auto parts = devices::make_partitions(2, 0);
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  RefusingMember refusing(*(*parts)[1]);
+  auto meta = meta::MetaDevice::create({(*parts)[0], &refusing}, {});
+  ASSERT_TRUE(meta.ok()) << meta.status().message();
+  LayoutParams lp;
+  lp.devices = {meta->get()};
+  lp.n_gpu_layers = 99;
+  auto layout = make_layout(5, lp);
+  ASSERT_TRUE(layout.ok()) << layout.status().message();
+  auto model = model::Model::load(kModel, weight_placement(*layout, devices::host_device()));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  SessionParams sp;
+  sp.n_ctx = 64;
+  sp.n_ubatch = 4;
+  auto session = Session::create(**model, devices::host_device(), *layout, sp);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  Session& s = **session;
+  ASSERT_TRUE(s.decode(kPrompt).ok());
+  const std::vector<float> want(s.logits().begin(), s.logits().end());
+  s.reset();
+  int64_t failures = 0;
+  for (int64_t n = 0;; ++n) {
+    refusing.arm(n);
+    const Status st = s.decode(kPrompt);
+    if (refusing.calls() <= n) {
+      ASSERT_TRUE(st.ok()) << st.message();
+      break;
+    }
+    ++failures;
+    EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory) << st.message();
+    EXPECT_EQ(s.n_past(), 0);
+    refusing.arm(-1);
+    ASSERT_TRUE(s.decode(kPrompt).ok());
+    ASSERT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), want)
+        << "after a refused compute " << n;
+    s.reset();
+  }
+  std::printf("tensor split: %lld refused computes, each recovered\n",
+              static_cast<long long>(failures));
+  EXPECT_GT(failures, 10);
 }
 
 }  // namespace
