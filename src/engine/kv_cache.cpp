@@ -5,8 +5,32 @@
 #include <cstring>
 #include <string>
 
+#include "meta/meta_buffer.h"
+
 namespace strata::engine {
 namespace {
+
+// Where a placed slot tensor's bytes live for the pager: the tensor, or each member's shard
+// under a tensor split. Split shards keep their rows side by side in the home (shard d's rows
+// after those of shards 0..d-1, `cells` of each); mirrored shards are copies, read alike and
+// written back once.
+std::vector<KvPaging::Part> parts_of(const core::Tensor& t, int64_t cells) {
+  const meta::Sharded* s = meta::shards_of(t);
+  if (s == nullptr) {
+    return {{static_cast<uint8_t*>(t.data), core::row_size(t.type, t.ne[0]), 0, true}};
+  }
+  std::vector<KvPaging::Part> parts;
+  size_t before = 0;  // bytes per cell of the shards before this one
+  for (size_t d = 0; d < s->shard.size(); ++d) {
+    const core::Tensor& shard = *s->shard[d];
+    const size_t row = core::row_size(shard.type, shard.ne[0]);
+    const bool mirrored = s->axis < 0;
+    parts.push_back({static_cast<uint8_t*>(shard.data), row,
+                     mirrored ? 0 : before * static_cast<size_t>(cells), !mirrored || d == 0});
+    before += row;
+  }
+  return parts;
+}
 
 // Bytes a tensor of `bytes` takes in a buffer of `type`: tensors are placed at aligned offsets.
 size_t padded(size_t bytes, const memory::BufferType& type) {
@@ -136,6 +160,10 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
     pg->row_k = core::row_size(config.type_k, hp.n_embd_kv());
     pg->row_v = core::row_size(config.type_v, hp.n_embd_kv());
     pg->cells = cells;
+    for (KvPaging::Slot& slot : pg->slots) {
+      slot.k_parts = parts_of(*slot.k, cells);
+      slot.v_parts = parts_of(*slot.v, cells);
+    }
     const size_t home_bytes = pg->layer_bytes() * static_cast<size_t>(hp.n_layer);
     auto home = paging.home_file.empty() ? KvHome::in_memory(home_bytes)
                                          : KvHome::in_file(paging.home_file, home_bytes);

@@ -41,9 +41,19 @@ struct KvCacheConfig {
 /// read and written by the graph in slots[slot_of_layer[l]]; its cells are kept in the home
 /// at home_k(l) and home_v(l), one row per cell.
 struct KvPaging {
+  /// Where a slot's K (or V) bytes live: the tensor itself, or under a tensor split each
+  /// member's shard, which pages its own KV heads. A part's rows (`row` bytes per cell) are
+  /// kept in the home from `home_offset` within the layer's K (or V) region.
+  struct Part {
+    uint8_t* data = nullptr;
+    size_t row = 0;
+    size_t home_offset = 0;
+    bool write_back = true;  ///< false for every copy of a mirrored shard but the first
+  };
   struct Slot {
     core::Tensor* k = nullptr;
     core::Tensor* v = nullptr;
+    std::vector<Part> k_parts, v_parts;
   };
   std::vector<Slot> slots;
   std::vector<int> slot_of_layer;

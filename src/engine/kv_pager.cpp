@@ -81,6 +81,25 @@ Status KvPager::wait_done(int64_t layer, uint64_t value, std::stop_token stop) {
                                          std::to_string(value) + ")");
 }
 
+Status KvPager::write_back(const std::vector<KvPaging::Part>& parts, size_t home, size_t first,
+                           size_t n) {
+  for (const KvPaging::Part& p : parts) {
+    if (!p.write_back) continue;
+    STRATA_RETURN_IF_ERROR(paging_->home->write(home + p.home_offset + first * p.row,
+                                                p.data + first * p.row, n * p.row));
+    bytes_out_ += n * p.row;
+  }
+  return {};
+}
+
+Status KvPager::read_in(const std::vector<KvPaging::Part>& parts, size_t home, size_t n) {
+  for (const KvPaging::Part& p : parts) {
+    STRATA_RETURN_IF_ERROR(paging_->home->read(home + p.home_offset, p.data, n * p.row));
+    bytes_in_ += n * p.row;
+  }
+  return {};
+}
+
 Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::stop_token stop) {
   const KvPaging& pg = *paging_;
   const KvPaging::Slot& mem =
@@ -100,14 +119,9 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
       if (slot.dirty_end > slot.dirty_begin) {
         const auto first = static_cast<size_t>(slot.dirty_begin);
         const auto n = static_cast<size_t>(slot.dirty_end - slot.dirty_begin);
-        const auto* k = static_cast<const uint8_t*>(mem.k->data);
-        const auto* v = static_cast<const uint8_t*>(mem.v->data);
         // On failure the slot keeps its layer and dirty cells: nothing is lost.
-        STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_k(slot.layer) + first * pg.row_k,
-                                              k + first * pg.row_k, n * pg.row_k));
-        STRATA_RETURN_IF_ERROR(pg.home->write(pg.home_v(slot.layer) + first * pg.row_v,
-                                              v + first * pg.row_v, n * pg.row_v));
-        bytes_out_ += n * (pg.row_k + pg.row_v);
+        STRATA_RETURN_IF_ERROR(write_back(mem.k_parts, pg.home_k(slot.layer), first, n));
+        STRATA_RETURN_IF_ERROR(write_back(mem.v_parts, pg.home_v(slot.layer), first, n));
       }
       note_ready();
     }
@@ -115,10 +129,9 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
     slot.layer = -1;
     slot.dirty_begin = slot.dirty_end = 0;
     const auto n = static_cast<size_t>(job.n_view);
-    STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_k(layer), mem.k->data, n * pg.row_k));
+    STRATA_RETURN_IF_ERROR(read_in(mem.k_parts, pg.home_k(layer), n));
     note_ready();
-    STRATA_RETURN_IF_ERROR(pg.home->read(pg.home_v(layer), mem.v->data, n * pg.row_v));
-    bytes_in_ += n * (pg.row_k + pg.row_v);
+    STRATA_RETURN_IF_ERROR(read_in(mem.v_parts, pg.home_v(layer), n));
     slot.layer = layer;
   }
   // This job writes its cells into the slot: they go home when the slot is next reused.

@@ -69,6 +69,10 @@ class KvPager {
   };
   void serve(std::stop_token stop);
   Status page_in(int64_t layer, const Job& job, SlotState& slot, std::stop_token stop);
+  // Writes cells [first, first + n) of a slot's parts to the home region at `home`.
+  Status write_back(const std::vector<KvPaging::Part>& parts, size_t home, size_t first, size_t n);
+  // Reads the first n cells of the home region at `home` into a slot's parts.
+  Status read_in(const std::vector<KvPaging::Part>& parts, size_t home, size_t n);
   Status wait_done(int64_t layer, uint64_t value, std::stop_token stop);
   bool reached(int64_t layer, uint64_t value) const;
 

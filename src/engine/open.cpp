@@ -111,10 +111,6 @@ Result<LayoutParams> layout_params(const OpenParams& p, std::string* note) {
     mode = SplitMode::kNone;
   }
   if (mode == SplitMode::kTensor) {
-    if (p.kv_paging.enabled()) {
-      return error(ErrorCode::kUnsupported,
-                   "-sm tensor does not page the KV cache yet (drop --kv-resident)");
-    }
     auto meta = tensor_device(lp.devices, p.tensor_split);
     if (!meta.ok()) return meta.status();
     lp.devices = {*meta};

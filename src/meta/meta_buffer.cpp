@@ -152,6 +152,10 @@ Status MetaBuffer::write(core::Tensor& t, const void* src, size_t offset, size_t
   return {};
 }
 
+const Sharded* MetaBuffer::sharded(const core::Tensor& t) const {
+  return device_->find(&t);
+}
+
 Status MetaBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t size) const {
   const Sharded* s = device_->find(&t);
   if (s == nullptr) return Buffer::read(t, dst, offset, size);
@@ -167,6 +171,12 @@ Status MetaBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t 
                 /*to_shard=*/false);
   }
   return {};
+}
+
+const Sharded* shards_of(const core::Tensor& t) {
+  const auto* buffer = static_cast<const memory::Buffer*>(t.buffer);
+  const auto* meta = dynamic_cast<const MetaBuffer*>(buffer);
+  return meta == nullptr ? nullptr : meta->sharded(t);
 }
 
 }  // namespace strata::meta

@@ -46,6 +46,8 @@ class MetaBuffer final : public memory::Buffer {
   /// scattered to the shards, or gathered from them.
   Status write(core::Tensor& t, const void* src, size_t offset, size_t size) override;
   Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const override;
+  /// The shards of `t`, if this buffer placed it with a split.
+  const Sharded* sharded(const core::Tensor& t) const;
 
  private:
   MetaDevice* device_;
@@ -53,5 +55,9 @@ class MetaBuffer final : public memory::Buffer {
   std::vector<std::unique_ptr<memory::Buffer>> member_buffers_;
   std::vector<const core::Tensor*> placed_;
 };
+
+/// The shards of `t` when a meta buffer placed it with a split (see MetaBuffer::place_split);
+/// nullptr for any other tensor.
+const Sharded* shards_of(const core::Tensor& t);
 
 }  // namespace strata::meta

@@ -82,7 +82,8 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
              "cut signalling a timeline the engine waits on (same output)");
   f.add_string({"--kv-resident"}, &o.kv_resident,
                "KV paging: keep only this much KV cache resident per device, e.g. 256M or 25% "
-               "(the rest lives in host memory or --kv-home; implies --paged)");
+               "(the rest lives in host memory or --kv-home; implies --paged; with -sm tensor "
+               "each device pages its own KV heads)");
   f.add_string({"--kv-home"}, &o.kv_home, "KV paging: keep the whole KV cache in this file");
 }
 

@@ -62,8 +62,10 @@ std::vector<TensorCase> cases() {
 }
 
 Result<Opened> open_split(const std::string& path, const TensorCase& c, SplitMode mode,
-                          int64_t n_ctx = 256, core::Type kv_type = core::Type::kF16) {
+                          int64_t n_ctx = 256, core::Type kv_type = core::Type::kF16,
+                          const KvPagingConfig& kv_paging = {}) {
   OpenParams p;
+  p.kv_paging = kv_paging;
   p.partitions = mode == SplitMode::kNone && c.partitions == 0 ? 0 : c.partitions;
   p.n_gpu_layers = c.ngl;
   p.split_mode = mode;
@@ -158,6 +160,65 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(TensorCase{
                            "q8_0_cache", 2, 99, {}, true, true, 512, true, false, true})),
     param_name);
+
+// KV paging per shard: each member pages its own KV heads between its slots and the home.
+// With a quarter, half or all of the layers resident, the home in memory or in a file, the
+// split computes bit for bit what it computes with the whole cache resident (both runs paged,
+// so their graphs are cut alike), prompt and decode steps.
+class TensorSplitKvPaging
+    : public ::testing::TestWithParam<std::tuple<std::string, TensorCase, double, bool>> {};
+
+TEST_P(TensorSplitKvPaging, LogitsEqualTheResidentCacheBitForBit) {
+  const auto& [model, layout, resident, in_file] = GetParam();
+  auto g = testing::load_golden(model, "park");
+  if (!g) GTEST_SKIP() << "golden files not found";
+  TensorCase c = layout;
+  c.paged = true;
+  c.ubatch = 48;  // the prompt runs as three jobs, each paging every layer
+  KvPagingConfig paging;
+  paging.resident_fraction = resident;
+  if (in_file) {
+    paging.home_file = std::string(STRATA_TEST_TMPDIR) + "/kv_home_split_" + model + "_" + c.name +
+                       std::to_string(static_cast<int>(resident * 100)) + ".bin";
+  }
+  auto whole = open_split(g->model_path, c, SplitMode::kTensor);
+  auto paged = open_split(g->model_path, c, SplitMode::kTensor, 256, core::Type::kF16, paging);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_TRUE(paged.ok()) << paged.status().message();
+  ASSERT_NE(paged->session->kv_paging(), nullptr);
+  std::vector<float> want = testing::decode_all(*whole->session, g->prompt_tokens);
+  std::vector<float> got = testing::decode_all(*paged->session, g->prompt_tokens);
+  for (int32_t t : {261, 378, 403}) {
+    const std::vector<int32_t> one = {t};
+    for (auto [s, out] : {std::pair{whole->session.get(), &want}, {paged->session.get(), &got}}) {
+      const auto row = testing::decode_all(*s, one);
+      out->insert(out->end(), row.begin(), row.end());
+    }
+  }
+  EXPECT_EQ(got, want);
+  const KvPagingStats st = paged->session->kv_paging_stats();
+  if (resident < 1.0) {
+    EXPECT_GT(st.bytes_in, 0u);
+    EXPECT_GT(st.bytes_out, 0u);
+  } else {
+    EXPECT_EQ(st.bytes_out, 0u) << "fully resident: nothing is ever written back";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, TensorSplitKvPaging,
+    ::testing::Combine(::testing::Values("stories260K", "synth256-q8_0", "synth256-q4_k_m"),
+                       ::testing::Values(TensorCase{"two", 2, 99, {}},
+                                         TensorCase{"uneven_three", 3, 99, {2, 1, 1}},
+                                         TensorCase{"partial_ngl2", 2, 2, {}}),
+                       ::testing::Values(0.25, 0.5, 1.0), ::testing::Bool()),
+    [](const auto& param_info) {
+      std::string n = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param).name +
+                      "_" + std::to_string(static_cast<int>(std::get<2>(param_info.param) * 100)) +
+                      (std::get<3>(param_info.param) ? "_file" : "_memory");
+      for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      return n;
+    });
 
 TEST(TensorSplitModels, GreedyContinuationIsTokenExact) {
   auto g = testing::load_golden("stories260K", "once");

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "cli_runner.h"
 
@@ -24,10 +26,14 @@ TEST(TensorSplitCli, RunGivesThePlainText) {
   if (!have_stories()) GTEST_SKIP();
   const std::string plain = text_of("run -m " + kStories + kGreedy);
   ASSERT_THAT(plain, HasSubstr("Once upon a time"));
-  for (const char* layout :
-       {" --partitions 2 -sm tensor -ngl 99", " --partitions 3 -sm tensor -ngl 99 -ts 2,1,1",
-        " --partitions 2 -sm tensor -ngl 2 --no-kv-offload",
-        " --partitions 2 -sm tensor --paged"}) {
+  for (const std::string& layout : std::vector<std::string>{
+           " --partitions 2 -sm tensor -ngl 99", " --partitions 3 -sm tensor -ngl 99 -ts 2,1,1",
+           " --partitions 2 -sm tensor -ngl 2 --no-kv-offload",
+           " --partitions 2 -sm tensor --paged",
+           // each member pages its own KV heads, home in memory or in a file
+           " --partitions 2 -sm tensor -ngl 99 --kv-resident 25%",
+           " --partitions 3 -sm tensor -ngl 99 --kv-resident 50% --kv-home " +
+               std::string(STRATA_TEST_TMPDIR) + "/kv_home_tensor_cli.bin"}) {
     EXPECT_EQ(text_of("run -m " + kStories + kGreedy + layout), plain) << layout;
   }
 }
