@@ -1,22 +1,23 @@
 #include "core/graph.h"
 
+#include "core/pointer_map.h"
+
 #include <string>
-#include <unordered_set>
 #include <utility>
 
 namespace strata::core {
 
 Graph build_graph(std::span<Tensor* const> outputs) {
   Graph g;
-  std::unordered_set<const Tensor*> visited;
+  PointerMap<bool> visited(512);
   // Iterative post-order DFS: graphs of big models are deep enough to make recursion risky.
   std::vector<std::pair<Tensor*, int>> stack;
   for (Tensor* out : outputs) {
     if (out == nullptr) continue;
     out->flags |= kFlagOutput;
-    if (visited.count(out)) continue;
+    if (visited.contains(out)) continue;
     stack.emplace_back(out, 0);
-    visited.insert(out);
+    visited.insert(out, true);
     while (!stack.empty()) {
       auto& [t, next] = stack.back();
       // Children: sources, then the viewed tensor (for views and in-place writes).
@@ -24,10 +25,10 @@ Graph build_graph(std::span<Tensor* const> outputs) {
       while (next <= kMaxSrc && child == nullptr) {
         Tensor* c = next < kMaxSrc ? t->src[next] : t->view_src;
         ++next;
-        if (c != nullptr && !visited.count(c)) child = c;
+        if (c != nullptr && !visited.contains(c)) child = c;
       }
       if (child != nullptr) {
-        visited.insert(child);
+        visited.insert(child, true);
         stack.emplace_back(child, 0);
         continue;
       }

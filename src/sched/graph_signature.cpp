@@ -3,7 +3,9 @@
 #include <cstring>
 #include <functional>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
+
+#include "core/pointer_map.h"
 
 namespace strata::sched {
 namespace {
@@ -52,12 +54,11 @@ GraphSignature signature_of(const core::Graph& graph,
   sig.bytes.reserve(graph.nodes.size() * 120 + graph.leafs.size() * 64);
   sig.params.reserve(graph.nodes.size());
   Writer w(sig.bytes);
-  std::unordered_map<const Tensor*, std::pair<Ref, uint32_t>> index;
-  index.reserve(graph.nodes.size() + graph.leafs.size());
+  core::PointerMap<std::pair<Ref, uint32_t>> index(graph.nodes.size() + graph.leafs.size());
   w.put(graph.leafs.size());
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
     const Tensor& l = *graph.leafs[i];
-    index[&l] = {Ref::kLeaf, static_cast<uint32_t>(i)};
+    index.insert(&l, {Ref::kLeaf, static_cast<uint32_t>(i)});
     if (l.data != nullptr && !placed_by(l, compute_buffers)) {
       // Memory the caller placed: the plan refers to this very tensor.
       w.put(Ref::kExternal);
@@ -74,14 +75,14 @@ GraphSignature signature_of(const core::Graph& graph,
       w.put(Ref::kNull);
       return;
     }
-    auto it = index.find(t);
-    if (it == index.end()) {
+    const auto* found = index.find(t);
+    if (found == nullptr) {
       w.put(Ref::kExternal);
       w.put(t);
       return;
     }
-    w.put(it->second.first);
-    w.put(it->second.second);
+    w.put(found->first);
+    w.put(found->second);
   };
   w.put(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -94,7 +95,7 @@ GraphSignature signature_of(const core::Graph& graph,
     for (const Tensor* s : n.src) ref(s);
     ref(n.view_src);
     sig.params.push_back(n.params);
-    index[&n] = {Ref::kNode, static_cast<uint32_t>(i)};
+    *index.insert(&n, {}).first = {Ref::kNode, static_cast<uint32_t>(i)};
   }
   sig.hash = std::hash<std::string_view>{}(sig.bytes);
   return sig;
