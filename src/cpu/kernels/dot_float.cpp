@@ -14,7 +14,9 @@
 //    (dot_odd_bf16), and with AVX-512 BF16 takes it for every k not a multiple of 32.
 // Both depend only on k and the two rows, as dot.h requires. Attention rows (k = cells) are
 // padded to a multiple of 32 cells by the engine, as llama.cpp pads its KV view.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -171,6 +173,25 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
   }
   if constexpr (Elem::kExactProducts) {
     double sum = reduced;
+#if defined(STRATA_CPU_AVX2)
+    if constexpr (std::is_same_v<Elem, F16Elem>) {
+      // Eight elements at a time converted by the hardware (short rows, such as heads of 8,
+      // spend their time here): the products are exact in f32 and still added one by one.
+      for (int64_t i = np; i < k; i += 8) {
+        const int64_t n = std::min<int64_t>(8, k - i);
+        uint16_t wh[8] = {}, ah[8] = {};
+        std::memcpy(wh, w + i * 2, static_cast<size_t>(n) * 2);
+        std::memcpy(ah, a + i * 2, static_cast<size_t>(n) * 2);
+        const __m256 p =
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wh))),
+                          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ah))));
+        float ps[8];
+        _mm256_storeu_ps(ps, p);
+        for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(ps[j]);
+      }
+      return static_cast<float>(sum);
+    }
+#endif
     for (int64_t i = np; i < k; ++i) sum += static_cast<double>(Elem::at(w, i) * Elem::at(a, i));
     return static_cast<float>(sum);
   } else {
