@@ -265,11 +265,59 @@ float dot_vector_order(int64_t k, const uint8_t* w, const uint8_t* a) {
   }
 }
 
+#if defined(STRATA_DOT_FLOAT_512)
+// Four f16 rows against two columns, k < 64: each of the eight dots is dot_odd's (the exact
+// f32 products added one by one in double), but the eight run side by side, one double lane
+// each, so short rows (attention scores of heads of 8 or 32) cost a few vector steps per tile
+// instead of eight scalar dots.
+void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda,
+                    float* out, int64_t ldo_w, int64_t ldo_a) {
+  __m512d acc = _mm512_setzero_pd();  // lane c * 4 + r: row r against column c
+  const auto load8 = [](const uint8_t* row, int64_t i, int64_t n) {
+    uint16_t h[8] = {};
+    std::memcpy(h, row + i * 2, static_cast<size_t>(n) * 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+  };
+  for (int64_t i = 0; i < k; i += 8) {
+    const int64_t n = std::min<int64_t>(8, k - i);
+    const __m256 r0 = load8(w, i, n), r1 = load8(w + ldw, i, n);
+    const __m256 r2 = load8(w + 2 * ldw, i, n), r3 = load8(w + 3 * ldw, i, n);
+    // u[j] holds element j of the four rows in its low half and element j + 4 in its high one.
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
+                         _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
+    float a0[8], a1[8];
+    _mm256_storeu_ps(a0, load8(a, i, n));
+    _mm256_storeu_ps(a1, load8(a + lda, i, n));
+    for (int64_t j = 0; j < n; ++j) {
+      const __m256 rows = j < 4 ? _mm256_permute2f128_ps(u[j], u[j], 0x00)
+                                : _mm256_permute2f128_ps(u[j - 4], u[j - 4], 0x11);
+      const __m256 cols = _mm256_set_m128(_mm_set1_ps(a1[j]), _mm_set1_ps(a0[j]));
+      acc = _mm512_add_pd(acc, _mm512_maskz_cvtps_pd(0xff, _mm256_mul_ps(rows, cols)));
+    }
+  }
+  double s[8];
+  _mm512_storeu_pd(s, acc);
+  for (int c = 0; c < 2; ++c) {
+    for (int r = 0; r < 4; ++r) out[r * ldo_w + c * ldo_a] = static_cast<float>(s[c * 4 + r]);
+  }
+}
+#endif
+
 template <class Elem>
 struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
+#if defined(STRATA_DOT_FLOAT_512)
+    if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA == 2) {
+      if (k < 64 && k % 16 != 0) {
+        short_f16_tile(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+        return;
+      }
+    }
+#endif
     if (k % 16 != 0) {
       for (int r = 0; r < NW; ++r) {
         for (int c = 0; c < NA; ++c) {
