@@ -266,12 +266,13 @@ float dot_vector_order(int64_t k, const uint8_t* w, const uint8_t* a) {
 }
 
 #if defined(STRATA_DOT_FLOAT_512)
-// Four f16 rows against two columns, k < 64: each of the eight dots is dot_odd's (the exact
-// f32 products added one by one in double), but the eight run side by side, one double lane
-// each, so short rows (attention scores of heads of 8 or 32) cost a few vector steps per tile
-// instead of eight scalar dots.
-void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda,
+// Four f16 rows against `na` (1 or 2) columns, k < 64: each dot is dot_odd's (the exact f32
+// products added one by one in double), but they run side by side, one double lane each, so
+// short rows (attention scores of heads of 8 or 32) cost a few vector steps per tile instead
+// of a scalar dot each. With one column its lanes are computed twice and kept once.
+void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, int na,
                     float* out, int64_t ldo_w, int64_t ldo_a) {
+  if (na == 1) lda = 0;
   __m512d acc = _mm512_setzero_pd();  // lane c * 4 + r: row r against column c
   const auto load8 = [](const uint8_t* row, int64_t i, int64_t n) {
     uint16_t h[8] = {};
@@ -299,7 +300,7 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
   }
   double s[8];
   _mm512_storeu_pd(s, acc);
-  for (int c = 0; c < 2; ++c) {
+  for (int c = 0; c < na; ++c) {
     for (int r = 0; r < 4; ++r) out[r * ldo_w + c * ldo_a] = static_cast<float>(s[c * 4 + r]);
   }
 }
@@ -311,9 +312,9 @@ struct FloatDot {
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
 #if defined(STRATA_DOT_FLOAT_512)
-    if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA == 2) {
+    if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA <= 2) {
       if (k < 64 && k % 16 != 0) {
-        short_f16_tile(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+        short_f16_tile(k, w, ldw, a, lda, NA, out, ldo_w, ldo_a);
         return;
       }
     }
