@@ -275,7 +275,9 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
   if (na == 1) lda = 0;
   __m512d acc = _mm512_setzero_pd();  // lane c * 4 + r: row r against column c
   const auto load8 = [](const uint8_t* row, int64_t i, int64_t n) {
-    uint16_t h[8] = {};
+    if (n == 8)
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
+    uint16_t h[8] = {};  // a short last step: only its own bytes are read
     std::memcpy(h, row + i * 2, static_cast<size_t>(n) * 2);
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
   };
