@@ -265,7 +265,7 @@ float dot_vector_order(int64_t k, const uint8_t* w, const uint8_t* a) {
   }
 }
 
-#if defined(STRATA_DOT_FLOAT_512)
+#if defined(STRATA_CPU_AVX2)
 // Four f16 rows against `na` (1 or 2) columns, k < 64: each dot is dot_odd's (the exact f32
 // products added one by one in double), but they run side by side, one double lane each, so
 // short rows (attention scores of heads of 8 or 32) cost a few vector steps per tile instead
@@ -273,7 +273,12 @@ float dot_vector_order(int64_t k, const uint8_t* w, const uint8_t* a) {
 void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, int na,
                     float* out, int64_t ldo_w, int64_t ldo_a) {
   if (na == 1) lda = 0;
-  __m512d acc = _mm512_setzero_pd();  // lane c * 4 + r: row r against column c
+    // Lane c * 4 + r: row r against column c (two halves of four without AVX-512).
+#if defined(STRATA_DOT_FLOAT_512)
+  __m512d acc = _mm512_setzero_pd();
+#else
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+#endif
   const auto load8 = [](const uint8_t* row, int64_t i, int64_t n) {
     if (n == 8)
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
@@ -297,11 +302,22 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
       const __m256 rows = j < 4 ? _mm256_permute2f128_ps(u[j], u[j], 0x00)
                                 : _mm256_permute2f128_ps(u[j - 4], u[j - 4], 0x11);
       const __m256 cols = _mm256_set_m128(_mm_set1_ps(a1[j]), _mm_set1_ps(a0[j]));
-      acc = _mm512_add_pd(acc, _mm512_maskz_cvtps_pd(0xff, _mm256_mul_ps(rows, cols)));
+      const __m256 p = _mm256_mul_ps(rows, cols);
+#if defined(STRATA_DOT_FLOAT_512)
+      acc = _mm512_add_pd(acc, _mm512_maskz_cvtps_pd(0xff, p));
+#else
+      acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+      acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
+#endif
     }
   }
   double s[8];
+#if defined(STRATA_DOT_FLOAT_512)
   _mm512_storeu_pd(s, acc);
+#else
+  _mm256_storeu_pd(s, acc0);
+  _mm256_storeu_pd(s + 4, acc1);
+#endif
   for (int c = 0; c < na; ++c) {
     for (int r = 0; r < 4; ++r) out[r * ldo_w + c * ldo_a] = static_cast<float>(s[c * 4 + r]);
   }
@@ -313,7 +329,7 @@ struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
-#if defined(STRATA_DOT_FLOAT_512)
+#if defined(STRATA_CPU_AVX2)
     if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA <= 2) {
       if (k < 64 && k % 16 != 0) {
         short_f16_tile(k, w, ldw, a, lda, NA, out, ldo_w, ldo_a);
