@@ -73,33 +73,11 @@ class FailingDevice final : public backend::Device {
   FailingBufferType type_;
 };
 
-// A partition whose memory comes from a FailingBufferType (its queue is the partition's).
-class FailingMember final : public backend::Device {
+// A partition seen through another device object: everything is the partition's until a
+// subclass changes it.
+class PartitionProxy : public backend::Device {
  public:
-  explicit FailingMember(backend::Device& part) : part_(&part) {}
-  std::string_view name() const override { return part_->name(); }
-  backend::DeviceKind kind() const override { return part_->kind(); }
-  backend::DeviceMemory memory() const override { return part_->memory(); }
-  backend::DeviceCaps caps() const override { return part_->caps(); }
-  memory::BufferType& buffer_type() override { return type_; }
-  bool supports_op(const core::Tensor& node) const override { return part_->supports_op(node); }
-  Result<std::unique_ptr<backend::Backend>> make_backend(
-      const backend::BackendOptions& options) override {
-    return part_->make_backend(options);
-  }
-  Result<std::unique_ptr<backend::Event>> make_event() override { return part_->make_event(); }
-  FailingBufferType& failing() { return type_; }
-
- private:
-  backend::Device* part_;
-  FailingBufferType type_;
-};
-
-// A partition whose queue refuses the compute numbered `fail_at` (counting from arm()), as a
-// device that runs out of memory mid-run would: the work queued before it stays queued.
-class RefusingMember final : public backend::Device {
- public:
-  explicit RefusingMember(backend::Device& part) : part_(&part) {}
+  explicit PartitionProxy(backend::Device& part) : part_(&part) {}
   std::string_view name() const override { return part_->name(); }
   backend::DeviceKind kind() const override { return part_->kind(); }
   backend::DeviceMemory memory() const override { return part_->memory(); }
@@ -108,11 +86,36 @@ class RefusingMember final : public backend::Device {
   bool supports_op(const core::Tensor& node) const override { return part_->supports_op(node); }
   Result<std::unique_ptr<backend::Backend>> make_backend(
       const backend::BackendOptions& options) override {
-    auto inner = part_->make_backend(options);
+    return part_->make_backend(options);
+  }
+  Result<std::unique_ptr<backend::Event>> make_event() override { return part_->make_event(); }
+
+ private:
+  backend::Device* part_;
+};
+
+// A partition whose memory comes from a FailingBufferType (its queue is the partition's).
+class FailingMember final : public PartitionProxy {
+ public:
+  using PartitionProxy::PartitionProxy;
+  memory::BufferType& buffer_type() override { return type_; }
+  FailingBufferType& failing() { return type_; }
+
+ private:
+  FailingBufferType type_;
+};
+
+// A partition whose queue refuses the compute numbered `fail_at` (counting from arm()), as a
+// device that runs out of memory mid-run would: the work queued before it stays queued.
+class RefusingMember final : public PartitionProxy {
+ public:
+  using PartitionProxy::PartitionProxy;
+  Result<std::unique_ptr<backend::Backend>> make_backend(
+      const backend::BackendOptions& options) override {
+    auto inner = PartitionProxy::make_backend(options);
     if (!inner.ok()) return inner.status();
     return std::unique_ptr<backend::Backend>(new Refusing(*this, std::move(inner).value()));
   }
-  Result<std::unique_ptr<backend::Event>> make_event() override { return part_->make_event(); }
 
   void arm(int64_t n) {
     calls_ = 0;
@@ -151,7 +154,6 @@ class RefusingMember final : public backend::Device {
     std::unique_ptr<backend::Backend> inner_;
   };
 
-  backend::Device* part_;
   int64_t calls_ = 0;
   int64_t fail_at_ = -1;
 };

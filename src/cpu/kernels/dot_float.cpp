@@ -141,6 +141,18 @@ struct Lanes16 {
 };
 #endif
 
+#if defined(STRATA_CPU_AVX2)
+// Halves i .. i + n - 1 of an f16 row (n <= 8) as f32, converted by the hardware; lanes past n
+// are zero, and a short step reads only its own bytes.
+__m256 halves8(const uint8_t* row, int64_t i, int64_t n) {
+  if (n == 8)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
+  uint16_t h[8] = {};
+  std::memcpy(h, row + i * 2, static_cast<size_t>(n) * 2);
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+#endif
+
 // The vector-dot order for k not a multiple of 16 (rare: small heads, odd FFN sizes).
 template <class Elem>
 float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
@@ -179,12 +191,7 @@ float dot_odd(int64_t k, const uint8_t* w, const uint8_t* a) {
       // spend their time here): the products are exact in f32 and still added one by one.
       for (int64_t i = np; i < k; i += 8) {
         const int64_t n = std::min<int64_t>(8, k - i);
-        uint16_t wh[8] = {}, ah[8] = {};
-        std::memcpy(wh, w + i * 2, static_cast<size_t>(n) * 2);
-        std::memcpy(ah, a + i * 2, static_cast<size_t>(n) * 2);
-        const __m256 p =
-            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wh))),
-                          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ah))));
+        const __m256 p = _mm256_mul_ps(halves8(w, i, n), halves8(a, i, n));
         float ps[8];
         _mm256_storeu_ps(ps, p);
         for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(ps[j]);
@@ -279,25 +286,18 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
 #else
   __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
 #endif
-  const auto load8 = [](const uint8_t* row, int64_t i, int64_t n) {
-    if (n == 8)
-      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + i * 2)));
-    uint16_t h[8] = {};  // a short last step: only its own bytes are read
-    std::memcpy(h, row + i * 2, static_cast<size_t>(n) * 2);
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
-  };
   for (int64_t i = 0; i < k; i += 8) {
     const int64_t n = std::min<int64_t>(8, k - i);
-    const __m256 r0 = load8(w, i, n), r1 = load8(w + ldw, i, n);
-    const __m256 r2 = load8(w + 2 * ldw, i, n), r3 = load8(w + 3 * ldw, i, n);
+    const __m256 r0 = halves8(w, i, n), r1 = halves8(w + ldw, i, n);
+    const __m256 r2 = halves8(w + 2 * ldw, i, n), r3 = halves8(w + 3 * ldw, i, n);
     // u[j] holds element j of the four rows in its low half and element j + 4 in its high one.
     const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
                          _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
     float a0[8], a1[8];
-    _mm256_storeu_ps(a0, load8(a, i, n));
-    _mm256_storeu_ps(a1, load8(a + lda, i, n));
+    _mm256_storeu_ps(a0, halves8(a, i, n));
+    _mm256_storeu_ps(a1, halves8(a + lda, i, n));
     for (int64_t j = 0; j < n; ++j) {
       const __m256 rows = j < 4 ? _mm256_permute2f128_ps(u[j], u[j], 0x00)
                                 : _mm256_permute2f128_ps(u[j - 4], u[j - 4], 0x11);
