@@ -24,6 +24,10 @@ class BudgetBufferType final : public memory::BufferType {
   size_t alignment() const override { return 64; }
   size_t max_size() const override { return budget_ != 0 ? budget_ : SIZE_MAX; }
   bool is_host() const override { return true; }
+  size_t free_bytes() const override {
+    const size_t used = in_use();
+    return budget_ == 0 ? SIZE_MAX : budget_ > used ? budget_ - used : 0;
+  }
   Result<std::unique_ptr<memory::Buffer>> allocate(size_t size) override;
 
   /// The budget in bytes; 0 when there is none.

@@ -24,6 +24,15 @@ Result<std::unique_ptr<LayerFences>> LayerFences::wrap(
 }
 
 uint64_t LayerFences::arm(std::span<const paged::WaitPoint> waits) {
+  return arm(waits, 0, static_cast<int64_t>(layer_ends_.size()) - 1);
+}
+
+void LayerFences::set_window(const paged::EncodeWindow& window) {
+  for (paged::PagedBackend* b : backends_) b->set_window(window);
+}
+
+uint64_t LayerFences::arm(std::span<const paged::WaitPoint> waits, int64_t first, int64_t last) {
+  expected_ = static_cast<size_t>(last - first + 1);
   for (size_t b = 0; b < backends_.size(); ++b) {
     // Left over from a micro-batch that failed after queuing part of its segments.
     (void)backends_[b]->take_queued_signals();
@@ -67,9 +76,9 @@ Status LayerFences::collect(const std::vector<int>* expected) {
     }
   }
   signals_ += found;
-  if (found != layer_ends_.size()) {
+  if (found != expected_) {
     return error(ErrorCode::kInternal, "--paged: " + std::to_string(found) + " of " +
-                                           std::to_string(layer_ends_.size()) +
+                                           std::to_string(expected_) +
                                            " layer boundaries (blk.N.l_out) found in the graph");
   }
   return {};

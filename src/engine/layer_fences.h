@@ -30,6 +30,11 @@ class LayerFences {
   /// every backend. Returns the base of its timeline values: layer l is done once a backend's
   /// timeline reaches base + l + 1.
   uint64_t arm(std::span<const paged::WaitPoint> waits = {});
+  /// The same for a run restricted to layers [first, last] by an encode window: only their
+  /// boundaries are expected.
+  uint64_t arm(std::span<const paged::WaitPoint> waits, int64_t first, int64_t last);
+  /// Sets `window` on every backend (an empty `first` clears it).
+  void set_window(const paged::EncodeWindow& window);
   /// After the micro-batch is queued: checks that every layer boundary was found once, and
   /// with `expected` (per layer, a backend index) that each was found on that backend.
   Status collect(const std::vector<int>* expected = nullptr);
@@ -52,6 +57,7 @@ class LayerFences {
   std::vector<uint64_t> pending_;  // per backend: the value its last collected signal reaches
   uint64_t base_ = 0;
   uint64_t signals_ = 0;
+  size_t expected_ = 0;  // boundaries the armed run signals
 };
 
 }  // namespace strata::engine

@@ -20,6 +20,9 @@ Status invalid(const std::string& what) {
   return error(ErrorCode::kInvalidArgument, what);
 }
 
+// -ngl for "every layer and the output".
+constexpr int64_t kAllLayers = int64_t{1} << 30;
+
 // Most partitions one layout makes, so the highest index a device list may name is one less.
 constexpr int64_t kMaxPartitions = 256;
 
@@ -96,7 +99,32 @@ Result<backend::Device*> tensor_device(const std::vector<backend::Device*>& memb
   return made.back().get();
 }
 
+// --mem-budget is the host alone as one budgeted partition holding everything offloadable.
+Result<OpenParams> with_mem_budget(const OpenParams& asked) {
+  if (asked.mem_budget == 0) return asked;
+  if (asked.partitions != 0 || !asked.devices.empty() || asked.n_gpu_layers != 0 ||
+      asked.device_mem != 0) {
+    return invalid(
+        "--mem-budget budgets the host alone: it does not combine with --partitions, "
+        "--devices, --device-mem or -ngl");
+  }
+  OpenParams p = asked;
+  p.partitions = 1;
+  p.device_mem = asked.mem_budget;
+  p.n_gpu_layers = kAllLayers;
+  p.split_mode = SplitMode::kNone;
+  p.stream_weights = true;
+  return p;
+}
+
 Result<LayoutParams> layout_params(const OpenParams& p, std::string* note) {
+  if (p.stream_weights && p.split_mode == SplitMode::kTensor) {
+    return invalid("--stream-weights does not work with -sm tensor yet (use -sm layer)");
+  }
+  if (p.stream_slots < 0) return invalid("--stream-slots must not be negative");
+  if (p.stream_slots == 1) {
+    return invalid("--stream-slots must be at least 2 (one layer is read while another runs)");
+  }
   auto devs = make_devices(p);
   if (!devs.ok()) return devs.status();
   for (float f : p.tensor_split) {
@@ -130,14 +158,19 @@ SessionParams with_execution(const OpenParams& p, const SessionParams& params) {
   sp.pipeline = p.pipeline;
   sp.paged = p.paged;
   sp.kv_paging = p.kv_paging;
+  sp.prefill = p.prefill;
+  sp.band_layers = p.band_layers;
   return sp;
 }
 
 // The layout needs the layer count before the weights are placed, so the header is read on
 // its own first; with `session` the session's size is checked against the machine there too,
 // before anything large is allocated.
-Result<OpenedModel> open_checked(const std::string& path, const OpenParams& params,
+Result<OpenedModel> open_checked(const std::string& path, const OpenParams& asked,
                                  const SessionParams* session) {
+  auto budgeted = with_mem_budget(asked);
+  if (!budgeted.ok()) return budgeted.status();
+  const OpenParams& params = *budgeted;
   std::string note;
   auto lp = layout_params(params, &note);
   if (!lp.ok()) return lp.status();
@@ -159,7 +192,10 @@ Result<OpenedModel> open_checked(const std::string& path, const OpenParams& para
   out.layout = *layout;
   out.layout.note = note;
   out.params = params;
-  auto m = model::Model::load(path, weight_placement(out.layout, devices::host_device()));
+  model::StreamOptions stream;
+  stream.enabled = params.stream_weights || params.stream_slots > 0;
+  stream.slots = params.stream_slots;
+  auto m = model::Model::load(path, weight_placement(out.layout, devices::host_device()), stream);
   if (!m.ok()) return m.status();
   out.model = std::move(m).value();
   return out;

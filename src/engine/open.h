@@ -46,6 +46,19 @@ struct OpenParams {
   bool paged = false;
   /// KV paging: only part of the KV cache resident (implies paged).
   KvPagingConfig kv_paging;
+  /// Layers on a device whose budget cannot hold their weights stream them from the model
+  /// file instead of failing (see model::WeightStream); implies paged.
+  bool stream_weights = false;
+  /// Weight slots per streaming device (0: chosen from its budget). Set, a device's layers
+  /// stream even when they would fit.
+  int stream_slots = 0;
+  /// A budget for host memory (0: none): the host alone runs as one budgeted device over all
+  /// its cores, holding every layer and the output, with weights streamed when they do not
+  /// fit. It cannot be combined with devices, partitions or -ngl.
+  size_t mem_budget = 0;
+  /// Prefill order and band size (see SessionParams).
+  PrefillOrder prefill = PrefillOrder::kAuto;
+  int64_t band_layers = 0;
 };
 
 /// A model whose weights are placed as its layout says.

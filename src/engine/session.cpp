@@ -47,6 +47,9 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   if (p.n_ubatch < 1) return invalid("micro-batch size must be at least 1");
   p.n_ubatch = std::min(p.n_ubatch, p.n_batch);
   if (p.kv_paging.enabled()) p.paged = true;
+  const bool streams = !model.weights().stream.layers.empty();
+  if (streams || p.prefill == PrefillOrder::kBanded) p.paged = true;
+  if (p.band_layers < 0) return invalid("--band-layers must not be negative");
   if (core::is_quantized(p.type_v) && !p.flash_attn) {
     return invalid("a " + std::string(core::type_name(p.type_v)) +
                    " V cache needs flash attention (-fa): the unfused path reads V transposed");
@@ -55,6 +58,14 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   std::unique_ptr<Session> s(new Session());
   s->model_ = &model;
   s->params_ = p;
+  if (streams) {
+    if (!model.acquire_stream()) {
+      return invalid(
+          "this model streams its weights and another session is using them: "
+          "streamed weights serve one session at a time");
+    }
+    s->holds_stream_ = true;
+  }
   std::vector<backend::Backend*> order;
   for (backend::Device* d : layout.devices) {
     auto be = d->make_backend({p.n_threads});
@@ -79,31 +90,71 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   if (!cache.ok()) return cache.status();
   s->cache_ = std::move(cache).value();
   s->sched_ = std::make_unique<sched::Scheduler>(std::move(order));
+  if (p.paged) {
+    // A layer's output is computed with its weights: on its device (devices first in the
+    // session's backends, the host last). LayerFences::collect checks it every micro-batch.
+    const int host_index = static_cast<int>(s->backends_.size()) - 1;
+    for (int64_t l = 0; l <= hp.n_layer; ++l) {
+      const int d = l < static_cast<int64_t>(layout.layer_device.size())
+                        ? layout.layer_device[static_cast<size_t>(l)]
+                    : l == hp.n_layer ? layout.output_device
+                                      : -1;
+      s->runs_on_.push_back(d < 0 ? host_index : d);
+    }
+    s->output_with_layers_ = s->runs_on_[static_cast<size_t>(hp.n_layer)] ==
+                             s->runs_on_[static_cast<size_t>(hp.n_layer - 1)];
+    s->runs_on_.pop_back();
+  }
   if (KvPaging* paging = s->cache_->paging()) {
     auto admit = host.make_event();
     if (!admit.ok()) return admit.status();
     s->admit_ = std::move(admit).value();
-    // A layer's output is computed with its weights: on its device (devices first in the
-    // session's backends, the host last). LayerFences::collect checks it every micro-batch.
-    std::vector<int> runs_on;
-    const int host_index = static_cast<int>(s->backends_.size()) - 1;
-    for (int64_t l = 0; l < hp.n_layer; ++l) {
-      const int d = l < static_cast<int64_t>(layout.layer_device.size())
-                        ? layout.layer_device[static_cast<size_t>(l)]
-                        : -1;
-      runs_on.push_back(d < 0 ? host_index : d);
-    }
-    s->pager_ = std::make_unique<KvPager>(*paging, hp.n_layer, s->fences_->events(),
-                                          std::move(runs_on), *s->admit_);
+    s->pager_ = std::make_unique<KvPager>(*paging, hp.n_layer, s->fences_->events(), s->runs_on_,
+                                          *s->admit_);
   }
+  if (streams) {
+    auto admit = host.make_event();
+    if (!admit.ok()) return admit.status();
+    s->weight_admit_ = std::move(admit).value();
+    auto pager = WeightPager::create(model.weights().stream, s->fences_->events(), s->runs_on_,
+                                     *s->weight_admit_);
+    if (!pager.ok()) return pager.status();
+    s->weight_pager_ = std::move(pager).value();
+  }
+  STRATA_RETURN_IF_ERROR(s->plan_prefill(p));
 
   // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
   const int64_t n = std::min(p.n_ubatch, p.n_ctx);
   auto g = model.build_graph(ctx, s->cache_->tensors(), {n, p.n_ctx, n}, {p.flash_attn});
   if (!ctx.ok()) return ctx.status().with_context("building the graph");
+  s->logits_name_ = g.logits->name;
   STRATA_RETURN_IF_ERROR(s->sched_->reserve(g.graph));
   return s;
+}
+
+Status Session::plan_prefill(const SessionParams& asked) {
+  const int64_t n_layer = model_->hparams().n_layer;
+  bool one_device = true;
+  for (int d : runs_on_) one_device = one_device && d == runs_on_.front();
+  const bool banded_asked = asked.prefill == PrefillOrder::kBanded;
+  if (banded_asked && !one_device) {
+    return invalid(
+        "--prefill banded needs every layer on one device; this layout splits them "
+        "(use --prefill token, or -sm none)");
+  }
+  if (banded_asked && pager_) {
+    return invalid("--prefill banded does not combine with --kv-resident (use --prefill token)");
+  }
+  const bool banded = banded_asked || (asked.prefill == PrefillOrder::kAuto && weight_pager_ &&
+                                       one_device && !pager_);
+  if (!banded) return {};
+  const int64_t half_slots = model_->weights().stream.n_slots / 2;
+  band_layers_ = asked.band_layers > 0 ? asked.band_layers
+                 : weight_pager_       ? std::max<int64_t>(1, half_slots)
+                                       : n_layer;
+  band_layers_ = std::min(band_layers_, n_layer);
+  return {};
 }
 
 void Batch::add(int32_t token, int32_t position, int32_t sequence, bool keep_logits) {
@@ -162,8 +213,17 @@ Status Session::decode(const Batch& batch) {
   const auto n_vocab_sz = static_cast<size_t>(n_vocab);
   const auto n_out = static_cast<size_t>(
       std::count_if(batch.logits.begin(), batch.logits.end(), [](uint8_t f) { return f != 0; }));
+  const int64_t n_layer = model_->hparams().n_layer;
+  // Banded: every micro-batch passes through a band of layers before the next band runs, its
+  // layer output carried to the next band in a stash.
+  const bool banded = band_layers_ > 0 && band_layers_ < n_layer && n > params_.n_ubatch;
+  const int64_t first_band_last = banded ? band_layers_ - 1 : n_layer - 1;
   std::vector<float> out;
   std::vector<int32_t> claimed_cells, claimed_seqs;  // undone if the call fails
+  // Declared before the work that reads them: queued copies use the stash until synchronized.
+  core::Context stash_ctx;
+  std::vector<core::Tensor*> stash;
+  std::unique_ptr<memory::Buffer> stash_buffer;
   // A deque: queued transfers read from each entry, so entries must never move.
   std::deque<InFlight> in_flight;
   bool recorded = true;  // whether in_flight.back()'s cells are in claimed_cells
@@ -176,20 +236,36 @@ Status Session::decode(const Batch& batch) {
     out.resize(n_out * n_vocab_sz);
     claimed_cells.reserve(static_cast<size_t>(n));
     claimed_seqs.reserve(static_cast<size_t>(n));
+    if (banded) st = make_stash(batch, stash_ctx, stash, stash_buffer);
+    auto logits_of = [&](const InFlight& f, int64_t last) {
+      return last == n_layer - 1 && f.kept > 0 ? out.data() + f.row * n_vocab_sz : nullptr;
+    };
     size_t row = 0;
     for (int64_t i = 0; i < n && st.ok(); i += params_.n_ubatch) {
       const int64_t len = std::min(params_.n_ubatch, n - i);
       InFlight& f = in_flight.emplace_back();
       recorded = false;
-      st = run_ubatch(batch, i, len, out.data() + row * n_vocab_sz, f);
+      st = prepare_ubatch(batch, i, len, f);
       claimed_cells.insert(claimed_cells.end(), f.slots.begin(), f.slots.end());
       claimed_seqs.insert(claimed_seqs.end(), f.seqs.begin(), f.seqs.end());
       recorded = true;
+      f.row = row;
       row += f.kept;
+      if (st.ok()) {
+        core::Tensor* to = banded ? stash[in_flight.size() - 1] : nullptr;
+        st = launch(f, 0, first_band_last, to, logits_of(f, first_band_last));
+      }
       // Without pipelining each micro-batch completes before the next is queued.
       if (st.ok() && !params_.pipeline) {
         st = sched_->synchronize();
-        in_flight.clear();
+        if (!banded) in_flight.clear();
+      }
+    }
+    for (int64_t first = first_band_last + 1; st.ok() && first < n_layer; first += band_layers_) {
+      const int64_t last = std::min(first + band_layers_, n_layer) - 1;
+      for (size_t u = 0; u < in_flight.size() && st.ok(); ++u) {
+        st = launch(in_flight[u], first, last, stash[u], logits_of(in_flight[u], last));
+        if (st.ok() && !params_.pipeline) st = sched_->synchronize();
       }
     }
   } catch (const std::bad_alloc&) {
@@ -204,8 +280,8 @@ Status Session::decode(const Batch& batch) {
   if (st.ok() && fences_) st = fences_->wait(std::chrono::minutes(5));
   const Status done = sched_->synchronize();
   if (st.ok()) st = done;
-  if (pager_) {
-    const Status paged = pager_->take_error();
+  for (Status paged : {pager_ ? pager_->take_error() : Status(),
+                       weight_pager_ ? weight_pager_->take_error() : Status()}) {
     if (st.ok()) st = paged;
   }
   if (!st.ok()) {
@@ -217,8 +293,34 @@ Status Session::decode(const Batch& batch) {
   return {};
 }
 
-Status Session::run_ubatch(const Batch& batch, int64_t first, int64_t T, float* logits_out,
-                           InFlight& f) {
+Status Session::make_stash(const Batch& batch, core::Context& ctx,
+                           std::vector<core::Tensor*>& stash,
+                           std::unique_ptr<memory::Buffer>& buffer) {
+  const int64_t n_embd = model_->hparams().n_embd;
+  const auto n = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < n; i += params_.n_ubatch) {
+    const int64_t len = std::min(params_.n_ubatch, n - i);
+    stash.push_back(ctx.new_tensor(core::Type::kF32, {n_embd, len, 1, 1}, "band stash"));
+  }
+  if (!ctx.ok()) return ctx.status();
+  // With the layers, so the blits copy within the device.
+  memory::BufferType& type =
+      backends_[static_cast<size_t>(runs_on_.front())]->device().buffer_type();
+  const size_t align = type.alignment();
+  size_t bytes = 0;
+  for (const core::Tensor* t : stash) bytes += (t->nbytes() + align - 1) / align * align;
+  auto buf = type.allocate(bytes);
+  if (!buf.ok()) return buf.status().with_context("banded prefill's stash");
+  size_t offset = 0;
+  for (core::Tensor* t : stash) {
+    STRATA_RETURN_IF_ERROR((*buf)->place(*t, offset));
+    offset += (t->nbytes() + align - 1) / align * align;
+  }
+  buffer = std::move(buf).value();
+  return {};
+}
+
+Status Session::prepare_ubatch(const Batch& batch, int64_t first, int64_t T, InFlight& f) {
   const auto& hp = model_->hparams();
   const auto at = [first](const std::vector<int32_t>& v) {
     return std::span<const int32_t>(v).subspan(static_cast<size_t>(first));
@@ -237,25 +339,22 @@ Status Session::run_ubatch(const Batch& batch, int64_t first, int64_t T, float* 
     }
   }
   f.kept = f.out_ids.size();
-  if (f.out_ids.empty()) {
-    f.out_ids.push_back(static_cast<int32_t>(T - 1));
-    logits_out = nullptr;
-  }
+  if (f.out_ids.empty()) f.out_ids.push_back(static_cast<int32_t>(T - 1));
   const auto n_outputs = static_cast<int64_t>(f.out_ids.size());
 
   model::BatchShape shape{T, cache_->view_cells(), n_outputs};
+  f.n_kv = shape.n_kv;
   f.ctx = std::make_unique<core::Context>();
-  auto g = model_->build_graph(*f.ctx, cache_->tensors(), shape, {params_.flash_attn});
+  f.io = model_->build_graph(*f.ctx, cache_->tensors(), shape, {params_.flash_attn});
   if (!f.ctx->ok()) return f.ctx->status().with_context("building the graph");
-  f.graph = std::make_unique<core::Graph>(std::move(g.graph));
-  STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));
+  f.graph = std::make_unique<core::Graph>(std::move(f.io.graph));
 
   // Causal mask: token t sees the cells of its own sequence holding a position up to its own;
   // in a sliding window, only the hp.n_swa latest of them (its own included), as llama.cpp's
   // standard window does.
   const KvCells& kv = cache_->cells();
   f.mask.resize(static_cast<size_t>(shape.n_kv * T));
-  if (g.kq_mask_swa != nullptr) f.mask_swa.resize(f.mask.size());
+  if (f.io.kq_mask_swa != nullptr) f.mask_swa.resize(f.mask.size());
   for (int64_t t = 0; t < T; ++t) {
     const int32_t tp = f.pos[static_cast<size_t>(t)];
     const int32_t ts = f.seqs[static_cast<size_t>(t)];
@@ -264,11 +363,19 @@ Status Session::run_ubatch(const Batch& batch, int64_t first, int64_t T, float* 
       const bool visible = cp >= 0 && cp <= tp && kv.has(c, ts);
       const auto i = static_cast<size_t>(t * shape.n_kv + c);
       f.mask[i] = visible ? 0.0f : -INFINITY;
-      if (g.kq_mask_swa != nullptr) {
+      if (f.io.kq_mask_swa != nullptr) {
         f.mask_swa[i] = visible && tp - cp < hp.n_swa ? 0.0f : -INFINITY;
       }
     }
   }
+  return {};
+}
+
+Status Session::launch(InFlight& f, int64_t first, int64_t last, core::Tensor* stash,
+                       float* logits_out) {
+  const model::ModelGraph& g = f.io;
+  const int64_t n_layer = model_->hparams().n_layer;
+  STRATA_RETURN_IF_ERROR(sched_->allocate(*f.graph));
   // Queued writes read these vectors later: they live in `f` until the run is synchronized.
   auto set = [this](core::Tensor* t, const void* data, size_t bytes) {
     return sched_->backend_of(*t).set_async(*t, data, 0, bytes);
@@ -283,26 +390,48 @@ Status Session::run_ubatch(const Batch& batch, int64_t first, int64_t T, float* 
   if (g.out_ids != nullptr) {
     STRATA_RETURN_IF_ERROR(set(g.out_ids, f.out_ids.data(), f.out_ids.size() * 4));
   }
-  if (pager_) {
-    const std::vector<paged::WaitPoint> waits = pager_->next_waits();
-    const uint64_t base = fences_->arm(waits);
-    // The cells written lie in [lo, hi]: the pager writes that range back (clean cells in it
-    // hold what the home holds already).
-    const auto [lo, hi] = std::minmax_element(f.slots.begin(), f.slots.end());
-    // Posted before the graph is queued: a synchronous backend blocks in its first wait.
-    pager_->post({base, *lo, *hi - *lo + 1, shape.n_kv});
-  } else if (fences_) {
-    fences_->arm();
+  if (fences_) {
+    const bool whole = first == 0 && last == n_layer - 1;
+    if (!whole) {
+      const std::string out = "blk." + std::to_string(last) + ".l_out";
+      paged::EncodeWindow w;
+      w.first = "blk." + std::to_string(first) + ".attn_norm";
+      w.last = last == n_layer - 1 && output_with_layers_ ? logits_name_ : out;
+      if (first > 0) w.blits_in.push_back({"blk." + std::to_string(first - 1) + ".l_out", stash});
+      if (last < n_layer - 1) w.blits_out.push_back({out, stash});
+      fences_->set_window(w);
+      windowed_ = true;
+    } else if (windowed_) {
+      fences_->set_window({});
+      windowed_ = false;
+    }
+    std::vector<paged::WaitPoint> waits;
+    if (pager_) waits = pager_->next_waits();
+    if (weight_pager_) {
+      const std::vector<paged::WaitPoint> w = weight_pager_->next_waits(first, last);
+      waits.insert(waits.end(), w.begin(), w.end());
+    }
+    const uint64_t base = fences_->arm(waits, first, last);
+    if (pager_) {
+      // The cells written lie in [lo, hi]: the pager writes that range back (clean cells in it
+      // hold what the home holds already). Posted before the graph is queued: a synchronous
+      // backend blocks in its first wait.
+      const auto [lo, hi] = std::minmax_element(f.slots.begin(), f.slots.end());
+      pager_->post({base, *lo, *hi - *lo + 1, f.n_kv});
+    }
+    if (weight_pager_) weight_pager_->post(first, last, base);
   }
   STRATA_RETURN_IF_ERROR(sched_->compute_async());
-  if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect(pager_ ? &pager_->runs_on() : nullptr));
+  if (fences_) STRATA_RETURN_IF_ERROR(fences_->collect(&runs_on_));
   if (logits_out == nullptr) return {};
   return sched_->backend_of(*g.logits).get_async(*g.logits, logits_out, 0, g.logits->nbytes());
 }
 
 Session::~Session() {
-  // Queued work may wait on the pager: let it finish before the pager stops.
+  // Queued work may wait on the pagers: let it finish before they stop.
   if (sched_) (void)sched_->synchronize();
+  weight_pager_.reset();
+  if (holds_stream_) model_->release_stream();
 }
 
 int64_t Session::n_outputs() const {

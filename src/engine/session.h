@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/device.h"
@@ -12,10 +14,18 @@
 #include "engine/kv_pager.h"
 #include "engine/layer_fences.h"
 #include "engine/layout.h"
+#include "engine/weight_pager.h"
 #include "model/model.h"
 #include "sched/scheduler.h"
 
 namespace strata::engine {
+
+/// The order in which a prompt of several micro-batches meets the layers.
+enum class PrefillOrder {
+  kAuto,    ///< banded when weights stream (and nothing rules it out), token-major otherwise
+  kToken,   ///< each micro-batch through every layer before the next
+  kBanded,  ///< every micro-batch through a band of layers before the next band
+};
 
 struct SessionParams {
   int64_t n_ctx = 0;       ///< context size; 0 means the model's training context
@@ -36,6 +46,12 @@ struct SessionParams {
   /// KV paging (implies `paged`): only part of the KV cache is resident, the rest lives in a
   /// home tier and a pager moves layers in and out while compute runs.
   KvPagingConfig kv_paging;
+  /// Prefill order (kBanded implies `paged`). Banded prefill needs every layer on one device
+  /// and no KV paging; asked for explicitly otherwise, session creation fails.
+  PrefillOrder prefill = PrefillOrder::kAuto;
+  /// Layers per band; 0: as many as half the weight slots hold when weights stream (so the
+  /// next band is read while one runs), else every layer.
+  int64_t band_layers = 0;
 };
 
 /// Tokens of any sequences evaluated together (continuous batching): each with its sequence
@@ -97,6 +113,12 @@ class Session {
   KvPaging* kv_paging() { return cache_->paging(); }
   /// What KV paging moved so far (zeros without paging).
   KvPagingStats kv_paging_stats() const { return pager_ ? pager_->stats() : KvPagingStats{}; }
+  /// What weight streaming read so far (zeros when nothing streams).
+  WeightStreamingStats weight_stats() const {
+    return weight_pager_ ? weight_pager_->stats() : WeightStreamingStats{};
+  }
+  /// Layers per band of a banded prefill; 0 when prompts prefill token-major.
+  int64_t band_layers() const { return band_layers_; }
   ~Session();
 
  private:
@@ -110,15 +132,27 @@ class Session {
   struct InFlight {
     std::unique_ptr<core::Context> ctx;
     std::unique_ptr<core::Graph> graph;
+    model::ModelGraph io;  ///< the graph's inputs and logits (its `graph` member unused)
+    size_t row = 0;        ///< where its kept rows go in the call's logits
+    int64_t n_kv = 0;      ///< cache cells its attention reads
     std::vector<int32_t> tokens, pos, seqs, slots;
     std::vector<float> mask;
     std::vector<float> mask_swa;  ///< sliding-window layers' mask, when the model has them
     std::vector<int32_t> out_ids;
     size_t kept = 0;  ///< rows of logits kept (out_ids may hold one dropped row)
   };
-  // Runs tokens [first, first + n) of `batch`, writing the kept rows' logits to logits_out.
-  Status run_ubatch(const Batch& batch, int64_t first, int64_t n, float* logits_out,
-                    InFlight& in_flight);
+  // Claims cells for tokens [first, first + n) of `batch` and builds their graph and mask.
+  Status prepare_ubatch(const Batch& batch, int64_t first, int64_t n, InFlight& f);
+  // Queues a prepared micro-batch's run over layers [first, last] (all of them: the whole
+  // graph; fewer: an encode window, the band's input blitted in from `stash` unless it starts
+  // at layer 0, its output out to `stash` unless it ends at the last layer). With logits_out,
+  // the kept rows' logits are read there.
+  Status launch(InFlight& f, int64_t first, int64_t last, core::Tensor* stash, float* logits_out);
+  // Decides the prefill order and the bands (create's last step).
+  Status plan_prefill(const SessionParams& asked);
+  // The stash tensors of a banded prefill: one per micro-batch, shaped like its layer output.
+  Status make_stash(const Batch& batch, core::Context& ctx, std::vector<core::Tensor*>& stash,
+                    std::unique_ptr<memory::Buffer>& buffer);
 
   const model::Model* model_ = nullptr;
   SessionParams params_;
@@ -126,8 +160,16 @@ class Session {
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<LayerFences> fences_;  // with params.paged
   std::unique_ptr<sched::Scheduler> sched_;
-  std::unique_ptr<backend::Event> admit_;  // the pager's admissions (a host event)
-  std::unique_ptr<KvPager> pager_;         // with params.kv_paging
+  std::unique_ptr<backend::Event> admit_;         // the pager's admissions (a host event)
+  std::unique_ptr<KvPager> pager_;                // with params.kv_paging
+  std::unique_ptr<backend::Event> weight_admit_;  // the weight pager's admissions
+  std::unique_ptr<WeightPager> weight_pager_;     // when the model streams weights
+  bool holds_stream_ = false;                     // this session holds the model's slots
+  std::vector<int> runs_on_;                      // per layer: the backend that runs it
+  bool output_with_layers_ = false;  // the output runs on the backend of the last layer
+  std::string logits_name_;          // the name of the graph's logits node
+  int64_t band_layers_ = 0;          // 0: token-major prefill
+  bool windowed_ = false;            // an encode window is set on the paged backends
   std::vector<float> logits_;
 };
 

@@ -175,6 +175,10 @@ const uint8_t* File::data_section() const {
   return impl_->data + std::min(impl_->parsed.data_offset, impl_->size);
 }
 
+size_t File::data_section_offset() const {
+  return std::min(impl_->parsed.data_offset, impl_->size);
+}
+
 size_t File::data_section_size() const {
   return impl_->size - std::min(impl_->parsed.data_offset, impl_->size);
 }

@@ -64,6 +64,8 @@ class File {
   /// The whole data section (for wrapping the mapping in a weight buffer).
   const uint8_t* data_section() const;
   size_t data_section_size() const;
+  /// Where the data section starts in the file (tensor offsets count from there).
+  size_t data_section_offset() const;
   /// Total file size in bytes.
   size_t file_size() const;
 

@@ -35,6 +35,8 @@ class BufferType {
   virtual size_t alignment() const = 0;
   /// Largest single allocation (SIZE_MAX when unbounded).
   virtual size_t max_size() const { return SIZE_MAX; }
+  /// Bytes still allocatable in all (SIZE_MAX when only the system limits it).
+  virtual size_t free_bytes() const { return SIZE_MAX; }
   /// True when buffer memory can be read and written through plain pointers.
   virtual bool is_host() const = 0;
   /// One allocation of at least `size` bytes, or kOutOfMemory naming the size.

@@ -8,14 +8,16 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
 }
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path,
-                                           const WeightPlacement& placement) {
+                                           const WeightPlacement& placement,
+                                           const StreamOptions& stream) {
   // Whatever was loaded is released as the failed load unwinds.
   return out_of_memory_as_error("loading the model",
-                                [&] { return load_unguarded(path, placement); });
+                                [&] { return load_unguarded(path, placement, stream); });
 }
 
 Result<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
-                                                     const WeightPlacement& placement) {
+                                                     const WeightPlacement& placement,
+                                                     const StreamOptions& stream) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
   auto hp = read_hparams(*file);
@@ -34,7 +36,7 @@ Result<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
   const Architecture* arch = find_architecture(hp->arch);
   std::unique_ptr<Model> m(
       new Model(std::move(file).value(), *arch, std::move(hp).value(), std::move(tok).value()));
-  auto weights = load_weights(m->file_, m->hparams_, placement);
+  auto weights = load_weights(m->file_, m->hparams_, placement, stream);
   if (!weights.ok()) return weights.status();
   m->weights_ = std::move(weights).value();
   return m;

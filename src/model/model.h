@@ -1,6 +1,7 @@
 // A loaded model: its file, architecture, hyperparameters, weights and tokenizer.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -19,9 +20,11 @@ class Model {
   /// the file mapping is used in place).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              memory::BufferType& weights_type);
-  /// Same, with each layer's weights placed where `placement` says (see WeightPlacement).
+  /// Same, with each layer's weights placed where `placement` says (see WeightPlacement), and
+  /// layers their device cannot hold streamed as `stream` says (see WeightStream).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
-                                             const WeightPlacement& placement);
+                                             const WeightPlacement& placement,
+                                             const StreamOptions& stream = {});
 
   const gguf::File& file() const { return file_; }
   const Architecture& arch() const { return *arch_; }
@@ -30,6 +33,14 @@ class Model {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   /// Bytes of all weight tensors.
   size_t weight_bytes() const;
+  /// Streamed weights share slots, so only one session at a time may run over them: true
+  /// when the caller now holds them (always true when nothing streams).
+  bool acquire_stream() const {
+    return weights_->stream.layers.empty() || !stream_in_use_.exchange(true);
+  }
+  void release_stream() const {
+    if (!weights_->stream.layers.empty()) stream_in_use_.store(false);
+  }
 
   /// The graph of one micro-batch over `kv` (pure metadata; check ctx.status() afterwards).
   ModelGraph build_graph(core::Context& ctx, const KvCacheTensors& kv, const BatchShape& shape,
@@ -39,7 +50,8 @@ class Model {
 
  private:
   static Result<std::unique_ptr<Model>> load_unguarded(const std::string& path,
-                                                       const WeightPlacement& placement);
+                                                       const WeightPlacement& placement,
+                                                       const StreamOptions& stream);
   Model(gguf::File file, const Architecture& arch, Hparams hp, Tokenizer tok)
       : file_(std::move(file)), arch_(&arch), hparams_(std::move(hp)), tokenizer_(std::move(tok)) {}
 
@@ -48,6 +60,7 @@ class Model {
   Hparams hparams_;
   Tokenizer tokenizer_;
   std::unique_ptr<Weights> weights_;
+  mutable std::atomic<bool> stream_in_use_{false};
 };
 
 }  // namespace strata::model

@@ -139,14 +139,26 @@ struct TestResult {
   // KV paging, per prompt (pp) or per token (tg), averaged over the timed runs.
   double kv_bytes_in = 0.0;
   double kv_bytes_out = 0.0;
-  double stall_seconds = 0.0;
+  double weight_bytes_read = 0.0;  ///< weight streaming, same convention
+  double stall_seconds = 0.0;      ///< KV paging and weight streaming together
 };
 
 // One timed run and what KV paging moved during it.
 struct Timed {
   double seconds = 0.0;
   engine::KvPagingStats kv;
+  engine::WeightStreamingStats weights;
 };
+
+engine::WeightStreamingStats weights_since(const engine::Session& s,
+                                           const engine::WeightStreamingStats& before) {
+  const engine::WeightStreamingStats now = s.weight_stats();
+  engine::WeightStreamingStats d;
+  d.bytes_read = now.bytes_read - before.bytes_read;
+  d.stalls = now.stalls - before.stalls;
+  d.stall_seconds = now.stall_seconds - before.stall_seconds;
+  return d;
+}
 
 engine::KvPagingStats kv_since(const engine::Session& s, const engine::KvPagingStats& before) {
   const engine::KvPagingStats now = s.kv_paging_stats();
@@ -205,21 +217,23 @@ Result<Timed> time_prompt(engine::Session& s, TokenSource& src, int64_t n, int64
   for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = src.next();
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
+  const engine::WeightStreamingStats w0 = s.weight_stats();
   const auto t0 = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(s.decode(tokens));
-  return Timed{seconds_since(t0), kv_since(s, kv0)};
+  return Timed{seconds_since(t0), kv_since(s, kv0), weights_since(s, w0)};
 }
 
 Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
   int32_t token = depth > 0 ? src.next() : src.first();
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
+  const engine::WeightStreamingStats w0 = s.weight_stats();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) {
     STRATA_RETURN_IF_ERROR(s.decode(std::span(&token, 1)));
     token = src.next();
   }
-  return Timed{seconds_since(t0), kv_since(s, kv0)};
+  return Timed{seconds_since(t0), kv_since(s, kv0), weights_since(s, w0)};
 }
 
 // n tokens for each of `parallel` sequences, one batch of `parallel` tokens a step, each
@@ -238,6 +252,7 @@ Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int
     STRATA_RETURN_IF_ERROR(s.decode(b));
   }
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
+  const engine::WeightStreamingStats w0 = s.weight_stats();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) {
     b.clear();
@@ -247,7 +262,7 @@ Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int
     }
     STRATA_RETURN_IF_ERROR(s.decode(b));
   }
-  return Timed{seconds_since(t0), kv_since(s, kv0)};
+  return Timed{seconds_since(t0), kv_since(s, kv0), weights_since(s, w0)};
 }
 
 // One warm-up run (the whole prompt for pp, one token for tg, as llama-bench), then the timed
@@ -276,7 +291,8 @@ Result<TestResult> run_test(engine::Session& s, TokenSource& src, int64_t n_prom
     const double per = static_cast<double>(reps) * static_cast<double>(n_prompt > 0 ? 1 : n_gen);
     r.kv_bytes_in += static_cast<double>(t->kv.bytes_in) / per;
     r.kv_bytes_out += static_cast<double>(t->kv.bytes_out) / per;
-    r.stall_seconds += t->kv.stall_seconds / per;
+    r.weight_bytes_read += static_cast<double>(t->weights.bytes_read) / per;
+    r.stall_seconds += (t->kv.stall_seconds + t->weights.stall_seconds) / per;
   }
   summarize(r);
   return r;
@@ -322,6 +338,7 @@ struct Report {
   bool flash_attn = false;
   bool paged = false;
   std::string kv_resident;  ///< KV paging's --kv-resident, empty without paging
+  std::string streaming;  ///< how weights stream ("8 layers through 4 slots, banded ..."), or empty
   int threads = 0;
   int64_t n_ubatch = 0;
   int64_t n_ctx = 0;
@@ -382,6 +399,14 @@ void print_table(const Report& r) {
           "kv paging (%s resident), %s: %.2f MiB in, %.2f MiB out, %.3f ms stalled per %s\n",
           r.kv_resident.c_str(), t.name.c_str(), t.kv_bytes_in / 1048576.0,
           t.kv_bytes_out / 1048576.0, t.stall_seconds * 1e3, t.n_prompt > 0 ? "prompt" : "token");
+    }
+  }
+  if (!r.streaming.empty()) {
+    std::printf("weight streaming: %s\n", r.streaming.c_str());
+    for (const TestResult& t : r.tests) {
+      std::printf("weight streaming, %s: %.2f MiB read, %.3f ms stalled per %s\n", t.name.c_str(),
+                  t.weight_bytes_read / 1048576.0, t.stall_seconds * 1e3,
+                  t.n_prompt > 0 ? "prompt" : "token");
     }
   }
   std::printf("kv cache: k %s, v %s; attention: %s\n", r.type_k.c_str(), r.type_v.c_str(),
@@ -482,6 +507,7 @@ void print_json(const Report& r) {
         ", \"samples_ns\": " + json_array(samples_ns) +
         ", \"kv_bytes_in\": " + json_number(t.kv_bytes_in) +
         ", \"kv_bytes_out\": " + json_number(t.kv_bytes_out) +
+        ", \"weight_bytes_read\": " + json_number(t.weight_bytes_read) +
         ", \"stall_seconds\": " + json_number(t.stall_seconds) +
         (pp ? ", \"compute_share\": " + json_number(t.share)
             : ", \"bytes_per_token\": " + json_number(t.bytes_per_token) +
@@ -537,6 +563,15 @@ int bench_command(const std::vector<std::string>& args) {
   r.flash_attn = sp.flash_attn;
   r.paged = o.layout.paged || !o.layout.kv_resident.empty();
   r.kv_resident = o.layout.kv_resident;
+  if (const model::WeightStream& ws = model->weights().stream; !ws.layers.empty()) {
+    r.paged = true;
+    const int64_t band = loaded->session->band_layers();
+    r.streaming = std::to_string(ws.layers.size()) + " layers (" +
+                  memory::format_bytes(ws.bytes()) + ") through " + std::to_string(ws.n_slots) +
+                  " slots, prefill " +
+                  (band > 0 ? "banded (" + std::to_string(band) + " layers per band)"
+                            : std::string("token-major"));
+  }
 
   // Probes before the timed tests, on an otherwise idle machine.
   auto bandwidth = probe_read_bandwidth(r.threads);

@@ -85,6 +85,21 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
                "(the rest lives in host memory or --kv-home; implies --paged; with -sm tensor "
                "each device pages its own KV heads)");
   f.add_string({"--kv-home"}, &o.kv_home, "KV paging: keep the whole KV cache in this file");
+  f.add_bool({"--stream-weights"}, &o.stream_weights,
+             "layers on a device whose budget cannot hold their weights read them from the "
+             "model file as they run, through a few slots (implies --paged)");
+  f.add_int({"--stream-slots"}, &o.stream_slots,
+            "weight streaming: layer slots per device (default: what half of the budget left "
+            "holds); set, the device's layers stream even when they fit");
+  f.add_string({"--mem-budget"}, &o.mem_budget,
+               "run within this much host memory, e.g. 2G: the host becomes one budgeted device "
+               "holding every layer, streaming weights from the model file when they do not fit");
+  f.add_string({"--prefill"}, &o.prefill,
+               "token (each micro-batch through every layer) or banded (every micro-batch "
+               "through a band of layers, then the next band); default: banded when weights "
+               "stream");
+  f.add_int({"--band-layers"}, &o.band_layers,
+            "banded prefill: layers per band (default: half the weight slots)");
 }
 
 std::string describe_layout(const engine::Layout& layout, int64_t n_layer) {
@@ -144,6 +159,25 @@ Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o) {
   p.pipeline = !o.no_pipeline;
   p.paged = o.paged;
   p.kv_paging = *kv_paging;
+  p.stream_weights = o.stream_weights;
+  if (o.stream_slots < 0 || o.stream_slots > 4096)
+    return invalid("--stream-slots must be in [0, 4096]");
+  p.stream_slots = static_cast<int>(o.stream_slots);
+  if (!o.mem_budget.empty()) {
+    auto b = devices::parse_byte_size(o.mem_budget);
+    if (!b.ok()) return b.status().with_context("--mem-budget");
+    if (*b == 0) return invalid("--mem-budget must be positive");
+    p.mem_budget = *b;
+  }
+  if (o.prefill == "token") {
+    p.prefill = engine::PrefillOrder::kToken;
+  } else if (o.prefill == "banded") {
+    p.prefill = engine::PrefillOrder::kBanded;
+  } else if (o.prefill != "auto") {
+    return invalid("--prefill must be token, banded or auto, got '" + o.prefill + "'");
+  }
+  if (o.band_layers < 0) return invalid("--band-layers must not be negative");
+  p.band_layers = o.band_layers;
   return p;
 }
 

@@ -1,6 +1,7 @@
 // The device-layout flags shared by run, bench and perplexity: --devices/--partitions/
 // --device-mem, -ngl, -sm, -ts, --no-kv-offload, --no-pipeline, --paged, --kv-resident,
-// --kv-home; parsed into engine::OpenParams, with which engine::open loads a model and session.
+// --kv-home, --stream-weights, --stream-slots, --mem-budget, --prefill, --band-layers; parsed into
+// engine::OpenParams, with which engine::open loads a model and session.
 #pragma once
 
 #include <string>
@@ -20,10 +21,15 @@ struct LayoutOptions {
   std::string split_mode = "layer";
   std::string tensor_split;  ///< "3,1"
   bool no_kv_offload = false;
-  bool no_pipeline = false;  ///< run micro-batches one at a time across devices
-  bool paged = false;        ///< run through the paged path, cut after every layer
-  std::string kv_resident;   ///< KV paging: resident KV per device, "256M" or "25%"
-  std::string kv_home;       ///< KV paging: the home file (host memory when empty)
+  bool no_pipeline = false;      ///< run micro-batches one at a time across devices
+  bool paged = false;            ///< run through the paged path, cut after every layer
+  std::string kv_resident;       ///< KV paging: resident KV per device, "256M" or "25%"
+  std::string kv_home;           ///< KV paging: the home file (host memory when empty)
+  bool stream_weights = false;   ///< stream the weights of layers a device cannot hold
+  int64_t stream_slots = 0;      ///< weight slots per streaming device (0: from its budget)
+  std::string mem_budget;        ///< host memory budget ("2G"): the host as a budgeted device
+  std::string prefill = "auto";  ///< token, banded or auto
+  int64_t band_layers = 0;       ///< layers per band (0: from the weight slots)
 };
 
 void add_layout_flags(FlagSet& flags, LayoutOptions& o);

@@ -191,6 +191,21 @@ int run_command(const std::vector<std::string>& args) {
                    static_cast<unsigned long long>(kv.bytes_out),
                    static_cast<unsigned long long>(kv.stalls), kv.stall_seconds);
     }
+    const model::WeightStream& stream = session->model().weights().stream;
+    if (!stream.layers.empty()) {
+      const engine::WeightStreamingStats ws = session->weight_stats();
+      const std::string prefill =
+          session->band_layers() > 0
+              ? "banded, " + std::to_string(session->band_layers()) + " layers per band"
+              : std::string("token-major");
+      std::fprintf(stderr,
+                   "weight streaming: %zu layers (%s) through %d slots of %s, prefill %s; "
+                   "weight_bytes_read %llu, %llu stalls, stall_seconds %.6f\n",
+                   stream.layers.size(), memory::format_bytes(stream.bytes()).c_str(),
+                   stream.n_slots, memory::format_bytes(stream.slot_bytes).c_str(), prefill.c_str(),
+                   static_cast<unsigned long long>(ws.bytes_read),
+                   static_cast<unsigned long long>(ws.stalls), ws.stall_seconds);
+    }
   }
   return 0;
 }

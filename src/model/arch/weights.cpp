@@ -44,13 +44,113 @@ memory::TensorSplit tensor_split(const Tensor& t, const WeightSplit& s) {
   return out;
 }
 
-Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& placement) {
+struct Group {
+  std::vector<Tensor*> tensors;
+  std::vector<int64_t> tensor_layers;
+  std::vector<int64_t> layers;
+  size_t bytes = 0;
+};
+
+// One allocation of `type` holding `tensors`, each written from the file.
+Status place_resident(const gguf::File& file, Weights& w, memory::BufferType& type,
+                      const std::vector<Tensor*>& tensors, size_t bytes, size_t n_layers) {
+  if (tensors.empty()) return {};
+  auto buf = type.allocate(bytes);
+  if (!buf.ok()) {
+    return error(ErrorCode::kOutOfMemory,
+                 std::string(type.name()) + " needs " + memory::format_bytes(bytes) + " for " +
+                     std::to_string(n_layers) + " layers: " + buf.status().message());
+  }
+  size_t offset = 0;
+  for (Tensor* t : tensors) {
+    const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
+    STRATA_RETURN_IF_ERROR((*buf)->place_split(*t, offset, tensor_split(*t, w.find(t)->split)));
+    STRATA_RETURN_IF_ERROR((*buf)->write(*t, file.tensor_data(*info), 0, info->size));
+    offset += aligned(t->nbytes(), type.alignment());
+  }
+  w.buffers.push_back(std::move(buf).value());
+  return {};
+}
+
+// Whether a group's block layers stream, and then how many slots they get (0: they don't).
+int slots_for(const memory::BufferType& type, const Group& g,
+              const std::vector<size_t>& layer_bytes, size_t resident_bytes, size_t slot_bytes,
+              const StreamOptions& opts) {
+  const auto n = static_cast<int>(layer_bytes.size());
+  if (!opts.enabled || n == 0) return 0;
+  if (opts.slots > 0) return std::min(opts.slots, n);
+  const size_t free = type.free_bytes();
+  if (free >= g.bytes) return 0;  // it fits
+  const size_t left = free > resident_bytes ? free - resident_bytes : 0;
+  const auto fit = static_cast<int>(std::min<size_t>(left / 2 / slot_bytes, SIZE_MAX / 2));
+  return std::clamp(fit, 2, n);
+}
+
+// Places a group whose block layers stream: the other tensors resident, each block layer's
+// tensors at the same offsets in the slot it is given in turn.
+Status place_streamed(const gguf::File& file, Weights& w, memory::BufferType& type, const Group& g,
+                      int64_t n_layer, const StreamOptions& opts, bool* streamed) {
+  *streamed = false;
+  std::vector<Tensor*> resident;
+  size_t resident_bytes = 0;
+  std::vector<WeightStream::Layer> layers;
+  std::vector<size_t> layer_bytes;
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    Tensor* t = g.tensors[i];
+    const int64_t layer = g.tensor_layers[i];
+    const size_t bytes = aligned(t->nbytes(), type.alignment());
+    if (layer < 0 || layer >= n_layer) {
+      resident.push_back(t);
+      resident_bytes += bytes;
+      continue;
+    }
+    if (layers.empty() || layers.back().layer != layer) {
+      layers.push_back({layer, 0, 0, {}});
+      layer_bytes.push_back(0);
+    }
+    const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
+    layers.back().pieces.push_back({t, file.data_section_offset() + info->offset, info->size});
+    layers.back().bytes += bytes;
+    layer_bytes.back() += bytes;
+  }
+  const size_t slot_bytes =
+      layer_bytes.empty() ? 0 : *std::max_element(layer_bytes.begin(), layer_bytes.end());
+  const int slots = slots_for(type, g, layer_bytes, resident_bytes, slot_bytes, opts);
+  if (slots == 0) return {};
+  *streamed = true;
+  STRATA_RETURN_IF_ERROR(
+      place_resident(file, w, type, resident, resident_bytes, g.layers.size() - layers.size()));
+  auto buf = type.allocate(static_cast<size_t>(slots) * slot_bytes);
+  if (!buf.ok()) {
+    return error(ErrorCode::kOutOfMemory,
+                 std::string(type.name()) + " cannot hold " + std::to_string(slots) +
+                     " weight slots of " + memory::format_bytes(slot_bytes) +
+                     " to stream its layers through: " + buf.status().message());
+  }
+  const int first_slot = w.stream.n_slots;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    WeightStream::Layer& l = layers[i];
+    const int k = static_cast<int>(i) % slots;
+    l.slot = first_slot + k;
+    size_t offset = static_cast<size_t>(k) * slot_bytes;
+    for (const WeightStream::Piece& p : l.pieces) {
+      STRATA_RETURN_IF_ERROR((*buf)->place(*p.tensor, offset));
+      offset += aligned(p.tensor->nbytes(), type.alignment());
+    }
+  }
+  w.buffers.push_back(std::move(buf).value());
+  w.stream.path = file.path();
+  w.stream.n_slots += slots;
+  w.stream.slot_bytes = std::max(w.stream.slot_bytes, slot_bytes);
+  for (WeightStream::Layer& l : layers) w.stream.layers.push_back(std::move(l));
+  std::sort(w.stream.layers.begin(), w.stream.layers.end(),
+            [](const auto& a, const auto& b) { return a.layer < b.layer; });
+  return {};
+}
+
+Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& placement,
+                 int64_t n_layer, const StreamOptions& opts) {
   std::unique_ptr<memory::Buffer> mapping;
-  struct Group {
-    std::vector<Tensor*> tensors;
-    std::vector<int64_t> layers;
-    size_t bytes = 0;
-  };
   std::vector<std::pair<memory::BufferType*, Group>> groups;
   size_t host_bytes = 0;
   for (const auto& [t, layer, split] : w.info) {
@@ -79,32 +179,39 @@ Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& plac
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == type; });
     if (it == groups.end()) it = groups.insert(groups.end(), {type, Group{}});
     it->second.tensors.push_back(t);
+    it->second.tensor_layers.push_back(layer);
     if (it->second.layers.empty() || it->second.layers.back() != layer)
       it->second.layers.push_back(layer);
     it->second.bytes += aligned(t->nbytes(), type->alignment());
   }
   if (mapping) w.buffers.push_back(std::move(mapping));
   for (auto& [type, group] : groups) {
-    auto buf = type->allocate(group.bytes);
-    if (!buf.ok()) {
-      return error(ErrorCode::kOutOfMemory, std::string(type->name()) + " needs " +
-                                                memory::format_bytes(group.bytes) + " for " +
-                                                std::to_string(group.layers.size()) +
-                                                " layers: " + buf.status().message());
+    bool streamed = false;
+    STRATA_RETURN_IF_ERROR(place_streamed(file, w, *type, group, n_layer, opts, &streamed));
+    if (!streamed) {
+      STRATA_RETURN_IF_ERROR(
+          place_resident(file, w, *type, group.tensors, group.bytes, group.layers.size()));
     }
-    size_t offset = 0;
-    for (Tensor* t : group.tensors) {
-      const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
-      STRATA_RETURN_IF_ERROR((*buf)->place_split(*t, offset, tensor_split(*t, w.find(t)->split)));
-      STRATA_RETURN_IF_ERROR((*buf)->write(*t, file.tensor_data(*info), 0, info->size));
-      offset += aligned(t->nbytes(), type->alignment());
-    }
-    w.buffers.push_back(std::move(buf).value());
   }
   return {};
 }
 
 }  // namespace
+
+const WeightStream::Layer* WeightStream::find(int64_t layer) const {
+  for (const Layer& l : layers) {
+    if (l.layer == layer) return &l;
+  }
+  return nullptr;
+}
+
+size_t WeightStream::bytes() const {
+  size_t total = 0;
+  for (const Layer& l : layers) {
+    for (const Piece& p : l.pieces) total += p.size;
+  }
+  return total;
+}
 
 const Weights::Info* Weights::find(const core::Tensor* t) const {
   for (const Info& i : info) {
@@ -167,7 +274,8 @@ core::Tensor* WeightLoader::get(const std::string& name, std::array<int64_t, 4> 
 }
 
 Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hparams& hp,
-                                              const WeightPlacement& placement) {
+                                              const WeightPlacement& placement,
+                                              const StreamOptions& stream) {
   const Architecture* arch = find_architecture(hp.arch);
   if (arch == nullptr) {
     return error(ErrorCode::kUnsupported, "model: unknown architecture '" + hp.arch + "'");
@@ -194,7 +302,7 @@ Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hpar
     }
   }
   if (!ld.status().ok()) return ld.status();
-  STRATA_RETURN_IF_ERROR(place_all(file, *w, placement));
+  STRATA_RETURN_IF_ERROR(place_all(file, *w, placement, hp.n_layer, stream));
   return w;
 }
 

@@ -60,6 +60,43 @@ struct WeightSplit {
   int64_t granule = 1;
 };
 
+/// Weight streaming: block layers whose weights stay at home (the model file) and are read
+/// into one of a few slots of their device's memory before each use. A streamed tensor is
+/// placed in its layer's slot, so layers that share a slot share addresses; whoever runs the
+/// graph (engine::WeightPager) must have the right layer in a slot before its tensors are read.
+struct WeightStream {
+  struct Piece {
+    core::Tensor* tensor = nullptr;
+    uint64_t file_offset = 0;  ///< where its bytes start in the file
+    size_t size = 0;
+  };
+  struct Layer {
+    int64_t layer = 0;
+    int slot = 0;
+    size_t bytes = 0;
+    std::vector<Piece> pieces;
+  };
+  std::string path;           ///< the home
+  std::vector<Layer> layers;  ///< in layer order; empty when nothing streams
+  int n_slots = 0;
+  size_t slot_bytes = 0;  ///< the largest slot
+
+  /// The streamed layer `layer`, or null when its weights are resident.
+  const Layer* find(int64_t layer) const;
+  /// Bytes of every streamed layer's weights (what one pass over the model reads).
+  size_t bytes() const;
+};
+
+/// What happens to block layers whose weights their device cannot hold.
+struct StreamOptions {
+  /// Stream them instead of failing with kOutOfMemory (host memory is never streamed).
+  bool enabled = false;
+  /// Slots per streaming device. 0 chooses: as many layers as half of the memory left after
+  /// the resident weights holds (at least 2). Set, every block layer on a device streams, even
+  /// when they would fit.
+  int slots = 0;
+};
+
 /// Weight tensors (leafs flagged kFlagWeight), the buffers holding them, and per tensor the
 /// layer it belongs to and its split.
 struct Weights {
@@ -76,6 +113,7 @@ struct Weights {
   };
   std::vector<Info> info;
   std::vector<std::unique_ptr<memory::Buffer>> buffers;
+  WeightStream stream;
 
   /// The declaration of `t`, or null when it is not a weight of this model.
   const Info* find(const core::Tensor* t) const;
@@ -123,7 +161,10 @@ class WeightLoader {
 /// (memory::copy_to_huge_pages_pays) and uses the file mapping directly otherwise; every other
 /// buffer type gets one allocation holding its layers, and running out of it is an error such
 /// as "part:1 needs 812 MiB for 11 layers: ...". Failures name the tensor.
+/// With `stream.enabled`, block layers on a device that cannot hold them are streamed
+/// instead (see WeightStream); their bytes are not read here.
 Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hparams& hp,
-                                              const WeightPlacement& placement);
+                                              const WeightPlacement& placement,
+                                              const StreamOptions& stream = {});
 
 }  // namespace strata::model
