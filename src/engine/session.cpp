@@ -50,6 +50,8 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   const bool streams = !model.weights().stream.layers.empty();
   if (streams || p.prefill == PrefillOrder::kBanded) p.paged = true;
   if (p.band_layers < 0) return invalid("--band-layers must not be negative");
+  if (p.prefill == PrefillOrder::kBanded && p.kv_paging.enabled())
+    return invalid("--prefill banded does not combine with --kv-resident (use --prefill token)");
   if (core::is_quantized(p.type_v) && !p.flash_attn) {
     return invalid("a " + std::string(core::type_name(p.type_v)) +
                    " V cache needs flash attention (-fa): the unfused path reads V transposed");
@@ -142,9 +144,6 @@ Status Session::plan_prefill(const SessionParams& asked) {
     return invalid(
         "--prefill banded needs every layer on one device; this layout splits them "
         "(use --prefill token, or -sm none)");
-  }
-  if (banded_asked && pager_) {
-    return invalid("--prefill banded does not combine with --kv-resident (use --prefill token)");
   }
   const bool banded = banded_asked || (asked.prefill == PrefillOrder::kAuto && weight_pager_ &&
                                        one_device && !pager_);

@@ -470,6 +470,7 @@ void print_json(const Report& r) {
   field("layout", json_string(r.layout));
   field("paged", r.paged ? "true" : "false");
   field("kv_resident", json_string(r.kv_resident));
+  field("weight_streaming", json_string(r.streaming));
   field("model_type", json_string(r.model.type));
   field("model_size", std::to_string(r.model.bytes));
   field("model_n_params", std::to_string(r.model.params));
@@ -566,11 +567,12 @@ int bench_command(const std::vector<std::string>& args) {
   if (const model::WeightStream& ws = model->weights().stream; !ws.layers.empty()) {
     r.paged = true;
     const int64_t band = loaded->session->band_layers();
-    r.streaming = std::to_string(ws.layers.size()) + " layers (" +
-                  memory::format_bytes(ws.bytes()) + ") through " + std::to_string(ws.n_slots) +
-                  " slots, prefill " +
-                  (band > 0 ? "banded (" + std::to_string(band) + " layers per band)"
-                            : std::string("token-major"));
+    r.streaming =
+        std::to_string(ws.layers.size()) + " layers (" + memory::format_bytes(ws.bytes()) +
+        ") through " + std::to_string(ws.n_slots) + " slots, prefill " +
+        (band > 0
+             ? "banded (" + std::to_string(band) + (band == 1 ? " layer" : " layers") + " per band)"
+             : std::string("token-major"));
   }
 
   // Probes before the timed tests, on an otherwise idle machine.

@@ -194,10 +194,11 @@ int run_command(const std::vector<std::string>& args) {
     const model::WeightStream& stream = session->model().weights().stream;
     if (!stream.layers.empty()) {
       const engine::WeightStreamingStats ws = session->weight_stats();
-      const std::string prefill =
-          session->band_layers() > 0
-              ? "banded, " + std::to_string(session->band_layers()) + " layers per band"
-              : std::string("token-major");
+      const std::string prefill = session->band_layers() > 0
+                                      ? "banded, " + std::to_string(session->band_layers()) +
+                                            (session->band_layers() == 1 ? " layer" : " layers") +
+                                            " per band"
+                                      : std::string("token-major");
       std::fprintf(stderr,
                    "weight streaming: %zu layers (%s) through %d slots of %s, prefill %s; "
                    "weight_bytes_read %llu, %llu stalls, stall_seconds %.6f\n",

@@ -133,6 +133,31 @@ TEST(BenchCli, KvPagingFiguresArePerPromptAndPerToken) {
   EXPECT_THAT(table.out, HasSubstr("kv paging (25% resident), tg8:"));
 }
 
+// Banded prefill reads the streamed weights about once per prompt, token-major once per
+// micro-batch; a decode step reads them once.
+TEST(BenchCli, WeightStreamingFiguresArePerPromptAndPerToken) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base = "bench -m " + kStories +
+                           " -p 64 -n 8 -r 1 -c 256 -ub 16 --partitions 1 -ngl 99 "
+                           "--stream-slots 2 --json";
+  double pp_bytes[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const Outcome o = run(base + (i == 0 ? "" : " --prefill token"));
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    EXPECT_THAT(o.out, HasSubstr(i == 0 ? "prefill banded" : "prefill token-major"));
+    const size_t pp = o.out.find("\"test\": \"pp64\"");
+    const size_t tg = o.out.find("\"test\": \"tg8\"");
+    ASSERT_NE(pp, std::string::npos);
+    ASSERT_NE(tg, std::string::npos);
+    pp_bytes[i] = json_value(o.out, "weight_bytes_read", pp);
+    EXPECT_GT(json_value(o.out, "weight_bytes_read", tg), 0.0);
+    EXPECT_GE(json_value(o.out, "stall_seconds", tg), 0.0);
+  }
+  EXPECT_GT(pp_bytes[0], 0.0);
+  // Four micro-batches: token-major reads every layer four times.
+  EXPECT_GT(pp_bytes[1], 3.5 * pp_bytes[0]);
+}
+
 TEST(BenchCli, ZeroSkipsATest) {
   if (!have_stories()) GTEST_SKIP();
   const Outcome o = run("bench -m " + kStories + " -p 0 -n 4 -r 1 -t 1");

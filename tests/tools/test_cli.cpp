@@ -135,6 +135,55 @@ TEST(Cli, KvPagingRunsAContextWhoseCacheDoesNotFitTheDevices) {
   EXPECT_FALSE(std::filesystem::exists(home));
 }
 
+// A model larger than the memory budget: the one-line out-of-memory error without streaming;
+// with its weights streamed from the file the same run writes the same text, banded or
+// token-major, and -v reports the weight bytes read.
+TEST(Cli, StreamedWeightsGiveThePlainText) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base =
+      "run -m " + kStories + " -p 'Once upon a time there was' -n 16 --temp 0 -c 128 -ub 4";
+  const Outcome plain = run(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  const std::string first_line = plain.out.substr(0, plain.out.find('\n'));
+  const Outcome full = run(base + " --partitions 1 -ngl 99 --device-mem 900K");
+  EXPECT_EQ(full.exit_code, 1) << full.out;
+  EXPECT_EQ(std::count(full.out.begin(), full.out.end(), '\n'), 1) << full.out;
+  for (const char* streaming :
+       {" --mem-budget 900K", " --mem-budget 900K --prefill token",
+        " --partitions 1 -ngl 99 --device-mem 900K --stream-weights",
+        " --partitions 2 -ngl 99 --stream-slots 2", " --stream-slots 3 --mem-budget 4M"}) {
+    const Outcome streamed = run(base + streaming + " -v");
+    ASSERT_EQ(streamed.exit_code, 0) << streaming << streamed.out;
+    EXPECT_EQ(streamed.out.substr(0, streamed.out.find('\n')), first_line) << streaming;
+    EXPECT_THAT(streamed.out, ::testing::HasSubstr("weight_bytes_read ")) << streaming;
+  }
+}
+
+TEST(Cli, StreamingFlagsThatDoNotGoTogetherAreOneLine) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string base = "run -m " + kStories + " -p hi -n 2";
+  for (const char* bad : {" --mem-budget 1M --partitions 2", " --mem-budget 0",
+                          " --partitions 2 -ngl 99 -sm tensor --stream-weights",
+                          " --prefill sideways", " --stream-slots 1 --mem-budget 1M",
+                          " --mem-budget 1M --prefill banded --kv-resident 50%"}) {
+    const Outcome o = run(base + bad);
+    EXPECT_NE(o.exit_code, 0) << bad;
+    EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << bad << o.out;
+  }
+}
+
+// A model file cut short: refused at load under --mem-budget, with one line and exit code 1.
+TEST(Cli, TruncatedModelUnderAMemoryBudgetIsOneLine) {
+  if (!have_stories()) GTEST_SKIP();
+  const std::string copy = std::string(STRATA_TEST_TMPDIR) + "/cli_truncated.gguf";
+  std::filesystem::copy_file(kStories, copy, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(copy, std::filesystem::file_size(copy) * 3 / 4);
+  const Outcome o = run("run -m " + copy + " -p hi -n 2 --mem-budget 900K");
+  std::filesystem::remove(copy);
+  EXPECT_EQ(o.exit_code, 1) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
 TEST(Cli, KvHomeThatCannotBeCreatedIsOneLine) {
   if (!have_stories()) GTEST_SKIP();
   const Outcome o =
