@@ -76,6 +76,8 @@ typedef struct strata_model_params {
   bool paged;                   /**< run through the paged path (false) */
   uint64_t kv_resident_bytes;   /**< KV paging: resident KV per device; 0: no paging */
   const char* kv_home_file;     /**< KV paging: the home file; NULL: host memory */
+  bool stream_weights;          /**< layers a device cannot hold stream from the file (false) */
+  uint64_t mem_budget_bytes;    /**< host memory budget, weights streamed beyond it; 0: none */
 } strata_model_params;
 
 /** Context (session) parameters; fill with strata_context_params_init. */

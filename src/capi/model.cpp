@@ -65,6 +65,8 @@ Result<engine::OpenParams> open_params(const strata_model_params& p) {
     if (p.kv_resident_bytes == 0) return bad("kv_home_file needs kv_resident_bytes");
     o.kv_paging.home_file = p.kv_home_file;
   }
+  o.stream_weights = p.stream_weights;
+  o.mem_budget = p.mem_budget_bytes;
   return o;
 }
 

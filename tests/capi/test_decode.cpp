@@ -145,6 +145,32 @@ TEST(CapiDecode, LayoutParamsGiveTheSameLogits) {
   EXPECT_EQ(results[0], results[1]);
 }
 
+// A memory budget smaller than the weights: they stream from the file, same logits.
+TEST(CapiDecode, MemoryBudgetStreamsTheWeightsWithTheSameLogits) {
+  strata_model_params p;
+  strata_model_params_init(&p);
+  p.mem_budget_bytes = 900 * 1024;
+  ModelPtr budgeted = open_stories(&p);
+  ASSERT_NE(budgeted, nullptr) << strata_last_error();
+  ModelPtr host_model = open_stories();
+  ASSERT_NE(host_model, nullptr) << strata_last_error();
+  const std::vector<std::vector<float>> results =
+      prompt_logits({budgeted.get(), host_model.get()}, "Once upon a time");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0], results[1]);
+  // Without streaming the same budget cannot hold the model (the same partition: free it first).
+  budgeted.reset();
+  p.mem_budget_bytes = 0;
+  p.n_partitions = 1;
+  p.n_gpu_layers = 99;
+  p.device_mem_bytes = 900 * 1024;
+  strata_model* m = nullptr;
+  EXPECT_EQ(strata_model_open(stories_path().c_str(), &p, &m), STRATA_ERR_OUT_OF_MEMORY);
+  p.stream_weights = true;
+  ModelPtr streamed = open_stories(&p);
+  EXPECT_NE(streamed, nullptr) << strata_last_error();
+}
+
 // A tensor split over two partitions: the host's greedy choice, logits within float rounding.
 TEST(CapiDecode, TensorSplitGivesThePlainLogits) {
   strata_model_params p;

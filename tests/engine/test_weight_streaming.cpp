@@ -144,6 +144,16 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
     cases.push_back({"layer split", p});
   }
   {
+    OpenParams p = streamed(2, PrefillOrder::kBanded, 2);  // the output stays on the host
+    p.n_gpu_layers = 5;
+    cases.push_back({"output on the host", p});
+  }
+  {
+    OpenParams p = streamed(2, PrefillOrder::kAuto, 0);  // layers 0-1 on the host: token-major
+    p.n_gpu_layers = 3;
+    cases.push_back({"partial offload", p});
+  }
+  {
     OpenParams p = streamed(2, PrefillOrder::kToken, 0);  // with KV paging
     p.kv_paging.resident_fraction = 0.5;
     cases.push_back({"kv paging", p});
