@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <stop_token>
 
+#include "core/status.h"
+
 namespace strata::backend {
 
 class Device;
@@ -49,6 +51,19 @@ class Event {
   /// triggered (checked in that order: a reached value wins even when the time is up).
   [[nodiscard]] virtual WaitResult wait(uint64_t v, std::chrono::nanoseconds timeout,
                                         std::stop_token stop = {}) const = 0;
+  /// Raises the value to `v` like signal(), for a queue whose work failed (`why`): its
+  /// signals still fire so nobody waits forever, but a queue released by this raise must not
+  /// compute on what the failed work did not produce. failure_at() tells it.
+  virtual void signal_failed(uint64_t v, const Status& why) {
+    (void)why;
+    signal(v);
+  }
+  /// The failure whose signal_failed() raised the value to (at least) `v`, or OK when good
+  /// work reached `v`.
+  virtual Status failure_at(uint64_t v) const {
+    (void)v;
+    return {};
+  }
 
  private:
   Device* device_;

@@ -34,6 +34,32 @@ void HostEvent::signal(uint64_t v) {
   changed_.notify_all();
 }
 
+void HostEvent::signal_failed(uint64_t v, const Status& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t cur = value_.load(std::memory_order_relaxed);
+    if (v > cur) {
+      failed_after_ = cur;
+      failed_through_ = v;
+      try {
+        failure_ = why;
+      } catch (const std::bad_alloc&) {
+        failure_ = error(why.code(), "out of memory describing a failure");
+      }
+      ever_failed_.store(true, std::memory_order_relaxed);
+    }
+  }
+  // Release: whoever sees the new value also sees the failure recorded before it.
+  signal(v);
+}
+
+Status HostEvent::failure_at(uint64_t v) const {
+  if (!ever_failed_.load(std::memory_order_relaxed)) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (v > failed_after_ && v <= failed_through_) return failure_;
+  return {};
+}
+
 WaitResult HostEvent::wait(uint64_t v, std::chrono::nanoseconds timeout,
                            std::stop_token stop) const {
   auto reached = [&] { return value_.load(std::memory_order_acquire) >= v; };

@@ -42,7 +42,7 @@ Status CpuBackend::signal(backend::Event& event, uint64_t value) {
 
 Status CpuBackend::wait(backend::Event& event, uint64_t value) {
   const backend::WaitResult r = event.wait(value, wait_timeout_);
-  if (r == backend::WaitResult::kReached) return {};
+  if (r == backend::WaitResult::kReached) return event.failure_at(value);
   return backend::wait_failure(*device_, event, value, r, wait_timeout_);
 }
 

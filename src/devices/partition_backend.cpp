@@ -1,6 +1,7 @@
 #include "devices/partition_backend.h"
 
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "backend/checks.h"
@@ -48,8 +49,20 @@ Status PartitionBackend::copy_async(core::Tensor& dst, const core::Tensor& src) 
 Status PartitionBackend::signal(backend::Event& event, uint64_t value) {
   STRATA_RETURN_IF_ERROR(backend::check_event_owner(*device_, event));
   queue_.push(
-      [&event, value](std::stop_token) {
-        event.signal(value);
+      [this, &event, value](std::stop_token) {
+        // A failed queue still signals, marking the values it raised as failed, so that the
+        // queues it releases (a layer split's next device, a tensor split's other members)
+        // fail too instead of computing on inputs it never produced.
+        if (!queue_.failed()) {
+          event.signal(value);
+          return Status();
+        }
+        Status why(ErrorCode::kOutOfMemory, std::string());  // if even the copy fails
+        try {
+          why = queue_.kept_error();
+        } catch (const std::bad_alloc&) {
+        }
+        event.signal_failed(value, why);
         return Status();
       },
       /*runs_after_error=*/true);
@@ -59,7 +72,7 @@ Status PartitionBackend::signal(backend::Event& event, uint64_t value) {
 Status PartitionBackend::wait(backend::Event& event, uint64_t value) {
   queue_.push([this, &event, value](std::stop_token stop) {
     const backend::WaitResult r = event.wait(value, wait_timeout_, stop);
-    if (r == backend::WaitResult::kReached) return Status();
+    if (r == backend::WaitResult::kReached) return event.failure_at(value);
     return backend::wait_failure(*device_, event, value, r, wait_timeout_);
   });
   return {};

@@ -33,6 +33,16 @@ Status WorkQueue::synchronize() {
   return std::exchange(error_, Status());
 }
 
+bool WorkQueue::failed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !error_.ok();
+}
+
+Status WorkQueue::kept_error() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
 void WorkQueue::serve(std::stop_token stop) {
   if (on_start_) on_start_();
   std::unique_lock<std::mutex> lock(mutex_);

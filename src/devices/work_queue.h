@@ -33,6 +33,9 @@ class WorkQueue {
   void push(Task task, bool runs_after_error = false);
   /// Waits until every task pushed so far has finished; returns the kept error and clears it.
   Status synchronize();
+  /// Whether an error is kept now, and which (a task that runs after errors may ask).
+  bool failed();
+  Status kept_error();
 
  private:
   struct Entry {

@@ -77,6 +77,21 @@ TEST(Event, ValuesOnlyGrow) {
   EXPECT_EQ(e.value(), 9u);
 }
 
+TEST(Event, AFailedSignalMarksOnlyTheValuesItRaised) {
+  EventOnlyDevice device;
+  HostEvent e(device);
+  e.signal(1);
+  e.signal_failed(3, error(ErrorCode::kOutOfMemory, "queue failed"));
+  EXPECT_EQ(e.value(), 3u);
+  EXPECT_TRUE(e.failure_at(1).ok()) << "reached by good work before the failure";
+  EXPECT_EQ(e.failure_at(2).code(), ErrorCode::kOutOfMemory);
+  EXPECT_EQ(e.failure_at(3).message(), "queue failed");
+  e.signal(4);
+  EXPECT_TRUE(e.failure_at(4).ok());
+  e.signal_failed(4, error(ErrorCode::kInternal, "late"));
+  EXPECT_TRUE(e.failure_at(4).ok()) << "a failed signal that raises nothing marks nothing";
+}
+
 TEST(Event, WaitOnReachedValueReturnsAtOnceEvenWithoutTime) {
   EventOnlyDevice device;
   HostEvent e(device);

@@ -116,6 +116,26 @@ TEST(PartitionBackend, WaitHoldsLaterWorkUntilAHostThreadSignals) {
   EXPECT_TRUE(be->synchronize().ok());
 }
 
+// A queue released by a failed signal fails too (keeping the failure's message), skips its
+// work, and marks its own signals failed, so the failure travels on to whoever waits on it.
+TEST(PartitionBackend, AFailureTravelsAlongSignals) {
+  PartitionDevice d(one_core(0));
+  auto be = backend_of(d);
+  auto gate = event_of(host_device());
+  auto done = event_of(d);
+  gate->signal_failed(1, error(ErrorCode::kOutOfMemory, "upstream ran out of memory"));
+  ASSERT_TRUE(be->wait(*gate, 1).ok());
+  ASSERT_TRUE(be->signal(*done, 1).ok());
+  EXPECT_EQ(done->wait(1, 60s), backend::WaitResult::kReached);
+  EXPECT_EQ(done->failure_at(1).message(), "upstream ran out of memory");
+  const Status st = be->synchronize();
+  EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory);
+  // Synchronized, the queue works again and signals plainly.
+  ASSERT_TRUE(be->signal(*done, 2).ok());
+  ASSERT_TRUE(be->synchronize().ok());
+  EXPECT_TRUE(done->failure_at(2).ok());
+}
+
 // A computes and signals; B waits for it, copies A's result into its own memory and computes
 // on the copy: the same as computing twice on the host.
 TEST(PartitionBackend, EventsOrderWorkAcrossTwoPartitions) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/host_event.h"
 #include "cpu/cpu_backend.h"
 #include "devices/host_device.h"
 #include "devices/registry.h"
@@ -39,9 +40,12 @@ class FailingBufferType final : public memory::BufferType {
   }
 
   /// Fails the n-th allocation from now (0: the next); -1 fails none.
-  void arm(int64_t n) {
+  /// The n-th compute fails (-1: none): refused when queued, or with `inside` queued and then
+  /// failed on the member's queue, after the tasks queued before it.
+  void arm(int64_t n, bool inside = false) {
     calls_ = 0;
     fail_at_ = n;
+    inside_ = inside;
   }
   /// Allocations since the last arm().
   int64_t calls() const { return calls_; }
@@ -49,6 +53,8 @@ class FailingBufferType final : public memory::BufferType {
  private:
   int64_t calls_ = 0;
   int64_t fail_at_ = -1;
+  bool inside_ = false;
+  std::vector<std::unique_ptr<backend::HostEvent>> failed_events_;  // queued waits name them
 };
 
 // The host CPU with its memory from a FailingBufferType.
@@ -117,9 +123,12 @@ class RefusingMember final : public PartitionProxy {
     return std::unique_ptr<backend::Backend>(new Refusing(*this, std::move(inner).value()));
   }
 
-  void arm(int64_t n) {
+  /// The n-th compute fails (-1: none): refused when queued, or with `inside` queued and then
+  /// failed on the member's queue, after the tasks queued before it.
+  void arm(int64_t n, bool inside = false) {
     calls_ = 0;
     fail_at_ = n;
+    inside_ = inside;
   }
   int64_t calls() const { return calls_; }
 
@@ -131,7 +140,13 @@ class RefusingMember final : public PartitionProxy {
     backend::Device& device() override { return inner_->device(); }
     Status compute_async(const core::Graph& g) override {
       if (owner_->calls_++ == owner_->fail_at_) {
-        return error(ErrorCode::kOutOfMemory, "injected refusal of a compute");
+        if (!owner_->inside_)
+          return error(ErrorCode::kOutOfMemory, "injected refusal of a compute");
+        // A wait released by a failed signal fails on the queue, like a task out of memory.
+        auto failed = std::make_unique<backend::HostEvent>(inner_->device());
+        failed->signal_failed(1, error(ErrorCode::kOutOfMemory, "injected failure in a queue"));
+        STRATA_RETURN_IF_ERROR(inner_->wait(*failed, 1));
+        owner_->failed_events_.push_back(std::move(failed));
       }
       return inner_->compute_async(g);
     }
@@ -156,6 +171,8 @@ class RefusingMember final : public PartitionProxy {
 
   int64_t calls_ = 0;
   int64_t fail_at_ = -1;
+  bool inside_ = false;
+  std::vector<std::unique_ptr<backend::HostEvent>> failed_events_;  // queued waits name them
 };
 
 const std::string kModel = testing::model_path("stories260K.gguf");
@@ -345,6 +362,62 @@ TEST(AllocFailure, TensorSplitRecoversFromAMemberThatFailsMidRun) {
   std::printf("tensor split: %lld refused computes, each recovered\n",
               static_cast<long long>(failures));
   EXPECT_GT(failures, 10);
+}
+
+// A tensor split whose member fails inside its queue (after its earlier tasks, while the other
+// member runs on), during decode steps queued back to back after a prompt: the step fails
+// with the member's error, and the next steps compute what a session that never failed does.
+// Member 0 uploads the inputs, so when it fails the other must not go on from stale cell
+// indices into cells the prompt holds.
+TEST(AllocFailure, TensorSplitRecoversFromAMemberWhoseQueuedTaskFails) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP();
+  auto parts = devices::make_partitions(2, 0);
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  for (int failing = 0; failing < 2; ++failing) {
+    RefusingMember member(*(*parts)[failing]);
+    std::vector<backend::Device*> members = {(*parts)[0], (*parts)[1]};
+    members[static_cast<size_t>(failing)] = &member;
+    auto meta = meta::MetaDevice::create(members, {});
+    ASSERT_TRUE(meta.ok()) << meta.status().message();
+    LayoutParams lp;
+    lp.devices = {meta->get()};
+    lp.n_gpu_layers = 99;
+    auto layout = make_layout(5, lp);
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    auto model = model::Model::load(kModel, weight_placement(*layout, devices::host_device()));
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    SessionParams sp;
+    sp.n_ctx = 64;
+    sp.n_ubatch = 1;
+    auto session = Session::create(**model, devices::host_device(), *layout, sp);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    Session& s = **session;
+    const std::vector<int32_t> steps = {261, 378, 403};
+    ASSERT_TRUE(s.decode(kPrompt).ok());
+    ASSERT_TRUE(s.decode(steps).ok());
+    const std::vector<float> want(s.logits().begin(), s.logits().end());
+    int64_t failures = 0;
+    for (int64_t n = 0;; ++n) {
+      s.reset();
+      ASSERT_TRUE(s.decode(kPrompt).ok());
+      member.arm(n, /*inside=*/true);
+      const Status st = s.decode(steps);
+      if (member.calls() <= n) {
+        ASSERT_TRUE(st.ok()) << st.message();
+        break;
+      }
+      ++failures;
+      EXPECT_EQ(st.code(), ErrorCode::kOutOfMemory) << st.message();
+      EXPECT_EQ(s.n_past(), static_cast<int64_t>(kPrompt.size()));
+      member.arm(-1);
+      ASSERT_TRUE(s.decode(steps).ok());
+      ASSERT_EQ(std::vector<float>(s.logits().begin(), s.logits().end()), want)
+          << "member " << failing << ", failure at compute " << n;
+    }
+    std::printf("tensor split, member %d failing in its queue: %lld points, each recovered\n",
+                failing, static_cast<long long>(failures));
+    EXPECT_GT(failures, 10);
+  }
 }
 
 }  // namespace
