@@ -28,10 +28,11 @@ KvPager::~KvPager() {
   posted_.notify_all();
 }
 
-std::vector<paged::WaitPoint> KvPager::next_waits() const {
+std::vector<paged::WaitPoint> KvPager::next_waits(int64_t first, int64_t last) const {
   std::vector<paged::WaitPoint> waits;
   const uint64_t base = jobs_posted_ * static_cast<uint64_t>(n_layer_);
-  for (int64_t l = 0; l < n_layer_; ++l) {
+  if (last < 0) last = n_layer_ - 1;
+  for (int64_t l = first; l <= last; ++l) {
     const paged::Fence admitted{admit_, base + static_cast<uint64_t>(l) + 1};
     const std::string p = "blk." + std::to_string(l) + ".";
     waits.push_back({p + "k_store", admitted});
@@ -164,7 +165,8 @@ void KvPager::serve(std::stop_token stop) {
       jobs_.pop_front();
     }
     const auto& [admit_base, job] = next;
-    for (int64_t l = 0; l < n_layer_; ++l) {
+    const int64_t last = job.last_layer < 0 ? n_layer_ - 1 : job.last_layer;
+    for (int64_t l = job.first_layer; l <= last; ++l) {
       bool failed = false;
       {
         std::lock_guard<std::mutex> lock(mutex_);

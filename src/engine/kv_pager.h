@@ -43,6 +43,9 @@ class KvPager {
     int64_t first_cell = 0;
     int64_t n_new = 0;
     int64_t n_view = 0;
+    /// The layers the run computes (a band of a banded prefill; -1: every layer).
+    int64_t first_layer = 0;
+    int64_t last_layer = -1;
   };
 
   /// `compute`: the layer timelines (one per backend); `runs_on[l]` indexes the one whose
@@ -51,8 +54,9 @@ class KvPager {
           std::vector<int> runs_on, backend::Event& admit);
   ~KvPager();
 
-  /// The waits the next job's graph needs: each layer's cache writes wait for its admission.
-  std::vector<paged::WaitPoint> next_waits() const;
+  /// The waits the next job's graph needs: each layer's cache writes wait for its admission
+  /// (layers [first, last]; last -1: every layer).
+  std::vector<paged::WaitPoint> next_waits(int64_t first = 0, int64_t last = -1) const;
   /// Queues the next job (after next_waits(), before its graph is queued).
   void post(const Job& job);
   /// The first error since the last call.

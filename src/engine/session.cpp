@@ -50,8 +50,6 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   const bool streams = !model.weights().stream.layers.empty();
   if (streams || p.prefill == PrefillOrder::kBanded) p.paged = true;
   if (p.band_layers < 0) return invalid("--band-layers must not be negative");
-  if (p.prefill == PrefillOrder::kBanded && p.kv_paging.enabled())
-    return invalid("--prefill banded does not combine with --kv-resident (use --prefill token)");
   if (core::is_quantized(p.type_v) && !p.flash_attn) {
     return invalid("a " + std::string(core::type_name(p.type_v)) +
                    " V cache needs flash attention (-fa): the unfused path reads V transposed");
@@ -145,8 +143,8 @@ Status Session::plan_prefill(const SessionParams& asked) {
         "--prefill banded needs every layer on one device; this layout splits them "
         "(use --prefill token, or -sm none)");
   }
-  const bool banded = banded_asked || (asked.prefill == PrefillOrder::kAuto && weight_pager_ &&
-                                       one_device && !pager_);
+  const bool banded =
+      banded_asked || (asked.prefill == PrefillOrder::kAuto && weight_pager_ && one_device);
   if (!banded) return {};
   const int64_t half_slots = model_->weights().stream.n_slots / 2;
   band_layers_ = asked.band_layers > 0 ? asked.band_layers
@@ -405,7 +403,7 @@ Status Session::launch(InFlight& f, int64_t first, int64_t last, core::Tensor* s
       windowed_ = false;
     }
     std::vector<paged::WaitPoint> waits;
-    if (pager_) waits = pager_->next_waits();
+    if (pager_) waits = pager_->next_waits(first, last);
     if (weight_pager_) {
       const std::vector<paged::WaitPoint> w = weight_pager_->next_waits(first, last);
       waits.insert(waits.end(), w.begin(), w.end());
@@ -416,7 +414,7 @@ Status Session::launch(InFlight& f, int64_t first, int64_t last, core::Tensor* s
       // hold what the home holds already). Posted before the graph is queued: a synchronous
       // backend blocks in its first wait.
       const auto [lo, hi] = std::minmax_element(f.slots.begin(), f.slots.end());
-      pager_->post({base, *lo, *hi - *lo + 1, f.n_kv});
+      pager_->post({base, *lo, *hi - *lo + 1, f.n_kv, first, last});
     }
     if (weight_pager_) weight_pager_->post(first, last, base);
   }

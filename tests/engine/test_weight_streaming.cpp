@@ -153,10 +153,17 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
     p.n_gpu_layers = 3;
     cases.push_back({"partial offload", p});
   }
-  {
-    OpenParams p = streamed(2, PrefillOrder::kToken, 0);  // with KV paging
+  for (PrefillOrder order : {PrefillOrder::kToken, PrefillOrder::kBanded}) {
+    OpenParams p = streamed(2, order, 1);  // with KV paging
     p.kv_paging.resident_fraction = 0.5;
-    cases.push_back({"kv paging", p});
+    cases.push_back({order == PrefillOrder::kToken ? "kv paging" : "kv paging, banded", p});
+  }
+  for (double resident : {0.25, 1.0}) {
+    OpenParams p;  // banded prefill with KV paging on the host, nothing streamed
+    p.prefill = PrefillOrder::kBanded;
+    p.band_layers = 2;
+    p.kv_paging.resident_fraction = resident;
+    cases.push_back({resident < 1 ? "banded, 25% of KV resident" : "banded, KV resident", p});
   }
   {
     OpenParams p;  // banded prefill on the plain host, nothing streamed
@@ -208,9 +215,6 @@ TEST(WeightStreaming, BadCombinationsAreClearErrors) {
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
   };
-  OpenParams banded_kv = streamed(2, PrefillOrder::kBanded, 1);
-  banded_kv.kv_paging.resident_fraction = 0.5;
-  expect_invalid(banded_kv, "--kv-resident");
   OpenParams tensor;
   tensor.partitions = 2;
   tensor.n_gpu_layers = 99;

@@ -164,8 +164,7 @@ TEST(Cli, StreamingFlagsThatDoNotGoTogetherAreOneLine) {
   const std::string base = "run -m " + kStories + " -p hi -n 2";
   for (const char* bad : {" --mem-budget 1M --partitions 2", " --mem-budget 0",
                           " --partitions 2 -ngl 99 -sm tensor --stream-weights",
-                          " --prefill sideways", " --stream-slots 1 --mem-budget 1M",
-                          " --mem-budget 1M --prefill banded --kv-resident 50%"}) {
+                          " --prefill sideways", " --stream-slots 1 --mem-budget 1M"}) {
     const Outcome o = run(base + bad);
     EXPECT_NE(o.exit_code, 0) << bad;
     EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << bad << o.out;
