@@ -35,6 +35,10 @@ class LayerFences {
   uint64_t arm(std::span<const paged::WaitPoint> waits, int64_t first, int64_t last);
   /// Sets `window` on every backend (an empty `first` clears it).
   void set_window(const paged::EncodeWindow& window);
+  /// Sets `window` on the backend at `index` (the session's order).
+  void set_window(size_t index, paged::EncodeWindow window) {
+    backends_[index]->set_window(std::move(window));
+  }
   /// After the micro-batch is queued: checks that every layer boundary was found once, and
   /// with `expected` (per layer, a backend index) that each was found on that backend.
   Status collect(const std::vector<int>* expected = nullptr);

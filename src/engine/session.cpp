@@ -101,8 +101,7 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
                                       : -1;
       s->runs_on_.push_back(d < 0 ? host_index : d);
     }
-    s->output_with_layers_ = s->runs_on_[static_cast<size_t>(hp.n_layer)] ==
-                             s->runs_on_[static_cast<size_t>(hp.n_layer - 1)];
+    s->output_runs_on_ = s->runs_on_[static_cast<size_t>(hp.n_layer)];
     s->runs_on_.pop_back();
   }
   if (KvPaging* paging = s->cache_->paging()) {
@@ -121,7 +120,7 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
     if (!pager.ok()) return pager.status();
     s->weight_pager_ = std::move(pager).value();
   }
-  STRATA_RETURN_IF_ERROR(s->plan_prefill(p));
+  STRATA_RETURN_IF_ERROR(s->plan_prefill(p, layout.kv_offload));
 
   // Size the compute buffers once, for the largest micro-batch over a full cache.
   core::Context ctx;
@@ -133,24 +132,37 @@ Result<std::unique_ptr<Session>> Session::create_unguarded(const model::Model& m
   return s;
 }
 
-Status Session::plan_prefill(const SessionParams& asked) {
+Status Session::plan_prefill(const SessionParams& asked, bool kv_offload) {
   const int64_t n_layer = model_->hparams().n_layer;
-  bool one_device = true;
-  for (int d : runs_on_) one_device = one_device && d == runs_on_.front();
-  const bool banded_asked = asked.prefill == PrefillOrder::kBanded;
-  if (banded_asked && !one_device) {
+  // With the KV cache on the host, a device's layer runs in several pieces (its attention on
+  // the host), which a band's encode window cannot cover.
+  bool layers_split_from_cache = false;
+  const int host = static_cast<int>(backends_.size()) - 1;
+  for (int d : runs_on_)
+    layers_split_from_cache = layers_split_from_cache || (!kv_offload && d != host);
+  if (asked.prefill == PrefillOrder::kBanded && layers_split_from_cache) {
     return invalid(
-        "--prefill banded needs every layer on one device; this layout splits them "
-        "(use --prefill token, or -sm none)");
+        "--prefill banded does not work with --no-kv-offload on devices "
+        "(use --prefill token)");
   }
   const bool banded =
-      banded_asked || (asked.prefill == PrefillOrder::kAuto && weight_pager_ && one_device);
+      asked.prefill == PrefillOrder::kBanded ||
+      (asked.prefill == PrefillOrder::kAuto && weight_pager_ && !layers_split_from_cache);
   if (!banded) return {};
-  const int64_t half_slots = model_->weights().stream.n_slots / 2;
-  band_layers_ = asked.band_layers > 0 ? asked.band_layers
-                 : weight_pager_       ? std::max<int64_t>(1, half_slots)
-                                       : n_layer;
-  band_layers_ = std::min(band_layers_, n_layer);
+  // By default a band fills half the slots of the device with the fewest, so the next band is
+  // read while one runs.
+  int64_t band = n_layer;
+  const model::WeightStream& ws = model_->weights().stream;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    std::vector<int> slots;
+    for (const model::WeightStream::Layer& l : ws.layers) {
+      if (runs_on_[static_cast<size_t>(l.layer)] == static_cast<int>(b)) slots.push_back(l.slot);
+    }
+    std::sort(slots.begin(), slots.end());
+    const auto n = std::unique(slots.begin(), slots.end()) - slots.begin();
+    if (n > 0) band = std::min<int64_t>(band, std::max<int64_t>(1, n / 2));
+  }
+  band_layers_ = std::min(asked.band_layers > 0 ? asked.band_layers : band, n_layer);
   return {};
 }
 
@@ -368,6 +380,48 @@ Status Session::prepare_ubatch(const Batch& batch, int64_t first, int64_t T, InF
   return {};
 }
 
+// Each backend runs its part of the band [first, last]: the band's first device gets the
+// band's input from the stash (into the previous layer's output, or into its copy of it when
+// that layer runs elsewhere), its last device puts the band's output there, and devices in
+// between pass activations on as in a whole run. The host runs whole when it holds what the
+// band needs beyond layers (the embeddings of the first band, the output of the last); a
+// device with nothing to do in the band is idle.
+void Session::set_band_windows(int64_t first, int64_t last, core::Tensor* stash) {
+  const int64_t n_layer = model_->hparams().n_layer;
+  const auto name = [](const char* what, int64_t l) {
+    return "blk." + std::to_string(l) + "." + what;
+  };
+  const int host = static_cast<int>(backends_.size()) - 1;
+  for (int b = 0; b <= host; ++b) {
+    int64_t lo = -1, hi = -1;
+    for (int64_t l = first; l <= last; ++l) {
+      if (runs_on_[static_cast<size_t>(l)] != b) continue;
+      if (lo < 0) lo = l;
+      hi = l;
+    }
+    paged::EncodeWindow w;
+    if (lo >= 0) {
+      w.first = name("attn_norm", lo);
+      const bool output_here = hi == n_layer - 1 && output_runs_on_ == b;
+      w.last = output_here ? logits_name_ : name("l_out", hi);
+      if (lo == first && first > 0) {
+        const bool here = runs_on_[static_cast<size_t>(first - 1)] == b;
+        w.blits_in.push_back({name("l_out", first - 1) + (here ? "" : "#copy"), stash});
+      }
+      if (hi == last && last < n_layer - 1) w.blits_out.push_back({name("l_out", last), stash});
+    } else if (b == host && first == 0) {
+      // Whole: the embeddings (a host with layers would hold layer 0, so it holds none).
+    } else if (b == host && last == n_layer - 1 && output_runs_on_ == host) {
+      w.first = "result_norm";  // the output alone, not the host's layers (finish_graph)
+      w.last = logits_name_;
+      w.only_this_graph = true;
+    } else {
+      w.idle = true;
+    }
+    fences_->set_window(static_cast<size_t>(b), std::move(w));
+  }
+}
+
 Status Session::launch(InFlight& f, int64_t first, int64_t last, core::Tensor* stash,
                        float* logits_out) {
   const model::ModelGraph& g = f.io;
@@ -390,13 +444,7 @@ Status Session::launch(InFlight& f, int64_t first, int64_t last, core::Tensor* s
   if (fences_) {
     const bool whole = first == 0 && last == n_layer - 1;
     if (!whole) {
-      const std::string out = "blk." + std::to_string(last) + ".l_out";
-      paged::EncodeWindow w;
-      w.first = "blk." + std::to_string(first) + ".attn_norm";
-      w.last = last == n_layer - 1 && output_with_layers_ ? logits_name_ : out;
-      if (first > 0) w.blits_in.push_back({"blk." + std::to_string(first - 1) + ".l_out", stash});
-      if (last < n_layer - 1) w.blits_out.push_back({out, stash});
-      fences_->set_window(w);
+      set_band_windows(first, last, stash);
       windowed_ = true;
     } else if (windowed_) {
       fences_->set_window({});

@@ -46,8 +46,7 @@ struct SessionParams {
   /// KV paging (implies `paged`): only part of the KV cache is resident, the rest lives in a
   /// home tier and a pager moves layers in and out while compute runs.
   KvPagingConfig kv_paging;
-  /// Prefill order (kBanded implies `paged`). Banded prefill needs every layer on one device
-  /// and no KV paging; asked for explicitly otherwise, session creation fails.
+  /// Prefill order (kBanded implies `paged`).
   PrefillOrder prefill = PrefillOrder::kAuto;
   /// Layers per band; 0: as many as half the weight slots hold when weights stream (so the
   /// next band is read while one runs), else every layer.
@@ -148,8 +147,10 @@ class Session {
   // at layer 0, its output out to `stash` unless it ends at the last layer). With logits_out,
   // the kept rows' logits are read there.
   Status launch(InFlight& f, int64_t first, int64_t last, core::Tensor* stash, float* logits_out);
+  // Sets every backend's encode window for a run of the band [first, last].
+  void set_band_windows(int64_t first, int64_t last, core::Tensor* stash);
   // Decides the prefill order and the bands (create's last step).
-  Status plan_prefill(const SessionParams& asked);
+  Status plan_prefill(const SessionParams& asked, bool kv_offload);
   // The stash tensors of a banded prefill: one per micro-batch, shaped like its layer output.
   Status make_stash(const Batch& batch, core::Context& ctx, std::vector<core::Tensor*>& stash,
                     std::unique_ptr<memory::Buffer>& buffer);
@@ -166,7 +167,7 @@ class Session {
   std::unique_ptr<WeightPager> weight_pager_;     // when the model streams weights
   bool holds_stream_ = false;                     // this session holds the model's slots
   std::vector<int> runs_on_;                      // per layer: the backend that runs it
-  bool output_with_layers_ = false;  // the output runs on the backend of the last layer
+  int output_runs_on_ = 0;           // the backend that runs the output
   std::string logits_name_;          // the name of the graph's logits node
   int64_t band_layers_ = 0;          // 0: token-major prefill
   bool windowed_ = false;            // an encode window is set on the paged backends

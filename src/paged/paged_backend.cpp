@@ -15,7 +15,7 @@ void PagedBackend::set_schedule(BoundarySchedule schedule) {
 }
 
 void PagedBackend::set_window(EncodeWindow window) {
-  if (window.first.empty()) window = {};
+  if (window.first.empty() && !window.idle) window = {};
   window_ = std::move(window);
 }
 
@@ -49,6 +49,7 @@ void PagedBackend::mark_shared(const core::Graph& graph, const SegmentPlan& plan
 
 Status PagedBackend::compute_async(const core::Graph& graph) {
   if (!active()) return inner_->compute_async(graph);
+  if (window_.idle) return {};
   auto planned = plan_segments(graph, schedule_, window_.first.empty() ? nullptr : &window_);
   if (!planned.ok()) return planned.status();
   const SegmentPlan& plan = *planned;

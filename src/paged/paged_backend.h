@@ -28,13 +28,13 @@ class PagedBackend final : public backend::Backend {
 
   /// Replaces the schedule; one without cuts clears it (waits included).
   void set_schedule(BoundarySchedule schedule);
-  /// Replaces the encode window; an empty `first` clears it.
+  /// Replaces the encode window; an empty `first` clears it (unless the window is idle).
   void set_window(EncodeWindow window);
   void clear() {
     set_schedule({});
     set_window({});
   }
-  bool active() const { return !schedule_.cuts.empty() || !window_.first.empty(); }
+  bool active() const { return !schedule_.cuts.empty() || !window_.first.empty() || window_.idle; }
 
   /// Signals queued by cuts since the last call, in queue order (the engine waits on them).
   std::vector<Fence> take_queued_signals();

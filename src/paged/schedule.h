@@ -48,12 +48,16 @@ struct Blit {
 /// `blits_in` copy their tensor into the named activation at the start of the window's first
 /// segment (after its waits, before its ops); `blits_out` copy the named activation out at
 /// the end of its last segment. A graph containing neither endpoint runs whole; one that
-/// contains exactly one is an error. An empty `first` is the cleared state.
+/// contains exactly one is an error. An empty `first` is the cleared state, unless `idle`:
+/// then no segment of any graph runs (a device with no part in a band of layers).
 struct EncodeWindow {
   std::string first;
   std::string last;
   std::vector<Blit> blits_in;
   std::vector<Blit> blits_out;
+  bool idle = false;
+  /// Graphs containing neither endpoint do not run either (instead of running whole).
+  bool only_this_graph = false;
 };
 
 }  // namespace strata::paged

@@ -132,7 +132,12 @@ Result<SegmentPlan> plan_segments(const core::Graph& graph, const BoundarySchedu
 
   const size_t first = lookup.position(window_base);
   const size_t last = lookup.position(window_base + 1);
-  if (first == kAbsent && last == kAbsent) return plan;  // another graph's window
+  if (first == kAbsent && last == kAbsent) {  // another graph's window
+    if (window->only_this_graph) {
+      for (Segment& seg : plan.segments) seg.runs = false;
+    }
+    return plan;
+  }
   if (first == kAbsent || last == kAbsent) {
     const std::string& in = first == kAbsent ? window->last : window->first;
     const std::string& out = first == kAbsent ? window->first : window->last;

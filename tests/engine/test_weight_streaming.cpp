@@ -144,14 +144,30 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
     cases.push_back({"layer split", p});
   }
   {
+    OpenParams p = streamed(2, PrefillOrder::kAuto, 0);  // KV on the host: token-major
+    p.kv_offload = false;
+    cases.push_back({"no KV offload", p});
+  }
+  {
     OpenParams p = streamed(2, PrefillOrder::kBanded, 2);  // the output stays on the host
     p.n_gpu_layers = 5;
     cases.push_back({"output on the host", p});
   }
-  {
-    OpenParams p = streamed(2, PrefillOrder::kAuto, 0);  // layers 0-1 on the host: token-major
+  for (int64_t band : {1, 2, 3}) {
+    OpenParams p = streamed(2, PrefillOrder::kBanded, band);  // layers 0-1 stay on the host
     p.n_gpu_layers = 3;
     cases.push_back({"partial offload", p});
+    OpenParams split = streamed(2, PrefillOrder::kBanded, band);  // bands across two devices
+    split.partitions = 2;
+    split.tensor_split = {2, 3};
+    cases.push_back({"layer split, banded", split});
+    OpenParams kv = split;
+    kv.kv_paging.resident_fraction = 0.25;
+    cases.push_back({"layer split, banded, KV paging", kv});
+    OpenParams three = streamed(2, PrefillOrder::kBanded, band);
+    three.partitions = 3;
+    three.n_gpu_layers = 4;
+    cases.push_back({"three devices, output on the host", three});
   }
   for (PrefillOrder order : {PrefillOrder::kToken, PrefillOrder::kBanded}) {
     OpenParams p = streamed(2, order, 1);  // with KV paging
@@ -179,7 +195,7 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
   for (const Case& c : cases) {
     Opened s = open_or_fail(g->model_path, c.p, session_params());
     ASSERT_TRUE(s.session) << c.name;
-    EXPECT_EQ(run_all(*s.session, g->prompt_tokens), want) << c.name;
+    EXPECT_EQ(run_all(*s.session, g->prompt_tokens), want) << c.name << ", " << c.p.band_layers;
   }
 }
 
@@ -225,11 +241,9 @@ TEST(WeightStreaming, BadCombinationsAreClearErrors) {
   budget_and_parts.mem_budget = 1 << 20;
   budget_and_parts.partitions = 2;
   expect_invalid(budget_and_parts, "--mem-budget");
-  OpenParams banded_split;
-  banded_split.partitions = 2;
-  banded_split.n_gpu_layers = 3;
-  banded_split.prefill = PrefillOrder::kBanded;
-  expect_invalid(banded_split, "one device");
+  OpenParams no_kv_offload = streamed(2, PrefillOrder::kBanded, 1);
+  no_kv_offload.kv_offload = false;
+  expect_invalid(no_kv_offload, "--no-kv-offload");
   OpenParams one_slot = streamed(1, PrefillOrder::kAuto, 0);
   expect_invalid(one_slot, "--stream-slots");
 }

@@ -199,6 +199,30 @@ TEST_P(Paged, WindowWhoseEndpointsBelongToAnotherGraphRestrictsNothing) {
   expect_all_equal_plain();
 }
 
+// An idle window runs nothing; one for another graph that is marked only_this_graph runs
+// nothing of this one either (the parts of a multi-split graph outside a band).
+TEST_P(Paged, IdleWindowsRunNothing) {
+  auto e = event();
+  paged_->set_schedule(cut_after_every_node(e.get()));
+  paged::EncodeWindow idle;
+  idle.idle = true;
+  paged::EncodeWindow elsewhere{"blk.3.l_out", "blk.7.l_out", {}, {}};
+  elsewhere.only_this_graph = true;
+  for (const paged::EncodeWindow& w : {idle, elsewhere}) {
+    paged_->set_window(w);
+    EXPECT_TRUE(paged_->active());
+    chain_->fill_sentinel();
+    ASSERT_TRUE(run().ok());
+    EXPECT_TRUE(is_sentinel(*chain_->n0));
+    EXPECT_TRUE(is_sentinel(*chain_->n3));
+    EXPECT_TRUE(paged_->take_queued_signals().empty());
+  }
+  paged_->clear();
+  chain_->fill_sentinel();
+  ASSERT_TRUE(run().ok());
+  expect_all_equal_plain();
+}
+
 TEST_P(Paged, GraphWithExactlyOneEndpointIsAnErrorAndTheBackendStaysUsable) {
   auto e = event();
   paged_->set_schedule(cut_after_every_node(e.get()));
