@@ -122,6 +122,9 @@ Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::Ten
     std::fprintf(stderr, "%s%s\n", describe_split(t, s, *device_).c_str(),
                  why_mirrored.empty() ? "" : (" (" + why_mirrored + ")").c_str());
   }
+  // Room first: once registered, the tensor must be in placed_ (whose entries the destructor
+  // unregisters), or a later tensor at the same address would find these shards.
+  placed_.reserve(placed_.size() + 1);
   device_->add(&t, std::move(s));
   placed_.push_back(&t);
   return {};
