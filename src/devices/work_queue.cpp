@@ -30,12 +30,12 @@ Status WorkQueue::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = n_pushed_;
   done_cv_.wait(lock, [&] { return n_done_ >= target; });
+  failed_.store(false, std::memory_order_release);
   return std::exchange(error_, Status());
 }
 
-bool WorkQueue::failed() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !error_.ok();
+bool WorkQueue::failed() const {
+  return failed_.load(std::memory_order_acquire);
 }
 
 Status WorkQueue::kept_error() {
@@ -59,7 +59,10 @@ void WorkQueue::serve(std::stop_token stop) {
         skip ? Status() : out_of_memory_as_error("device queue", [&] { return entry.task(stop); });
     entry.task = nullptr;  // release what the task captured before anyone is told it is done
     lock.lock();
-    if (!status.ok() && error_.ok()) error_ = std::move(status);
+    if (!status.ok() && error_.ok()) {
+      error_ = std::move(status);
+      failed_.store(true, std::memory_order_release);
+    }
     ++n_done_;
     done_cv_.notify_all();
   }

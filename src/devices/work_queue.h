@@ -1,6 +1,7 @@
 // An in-order queue of tasks served by one thread: the engine of an asynchronous backend.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,7 +35,7 @@ class WorkQueue {
   /// Waits until every task pushed so far has finished; returns the kept error and clears it.
   Status synchronize();
   /// Whether an error is kept now, and which (a task that runs after errors may ask).
-  bool failed();
+  bool failed() const;
   Status kept_error();
 
  private:
@@ -53,7 +54,8 @@ class WorkQueue {
   uint64_t n_done_ = 0;
   bool closing_ = false;
   Status error_;
-  std::jthread thread_;  ///< last: starts once everything it uses is constructed
+  std::atomic<bool> failed_{false};  ///< !error_.ok(), readable without the lock
+  std::jthread thread_;              ///< last: starts once everything it uses is constructed
 };
 
 }  // namespace strata::devices

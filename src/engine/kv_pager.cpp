@@ -4,21 +4,13 @@
 #include <utility>
 
 namespace strata::engine {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// A layer nobody signals within this time is reported instead of waited on forever.
-constexpr auto kDoneTimeout = std::chrono::minutes(5);
-
-}  // namespace
+namespace {}  // namespace
 
 KvPager::KvPager(KvPaging& paging, int64_t n_layer, std::vector<backend::Event*> compute,
                  std::vector<int> runs_on, backend::Event& admit)
     : paging_(&paging),
       n_layer_(n_layer),
-      compute_(std::move(compute)),
-      runs_on_(std::move(runs_on)),
+      timelines_(std::move(compute), std::move(runs_on)),
       admit_(&admit),
       slots_(paging.slots.size()),
       thread_([this](std::stop_token stop) { serve(stop); }) {}
@@ -65,23 +57,6 @@ KvPagingStats KvPager::stats() const {
   return s;
 }
 
-// Only the timeline of the backend that runs a layer says it is done: another backend may
-// already be working on the next micro-batch (pipelining) while this one is still running.
-// The session checks after queuing each micro-batch that every layer ran where expected.
-bool KvPager::reached(int64_t layer, uint64_t value) const {
-  return compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])]->value() >= value;
-}
-
-Status KvPager::wait_done(int64_t layer, uint64_t value, std::stop_token stop) {
-  backend::Event* e = compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])];
-  const backend::WaitResult r = e->wait(value, kDoneTimeout, stop);
-  if (r == backend::WaitResult::kReached) return {};
-  if (r == backend::WaitResult::kStopped) return error(ErrorCode::kInternal, "kv pager: stopped");
-  return error(ErrorCode::kInternal, "kv pager: layer " + std::to_string(layer) +
-                                         " never completed (timeline value " +
-                                         std::to_string(value) + ")");
-}
-
 Status KvPager::write_back(const std::vector<KvPaging::Part>& parts, size_t home, size_t first,
                            size_t n) {
   for (const KvPaging::Part& p : parts) {
@@ -108,15 +83,12 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
   // Compute is ready for this layer once the one before it is done; from then on it waits.
   const uint64_t ready_value = job.done_base + static_cast<uint64_t>(layer);
   const int64_t before = layer > 0 ? layer - 1 : n_layer_ - 1;
-  Clock::time_point ready_since{};
-  auto note_ready = [&] {
-    if (ready_since == Clock::time_point{} && reached(before, ready_value))
-      ready_since = Clock::now();
-  };
+  StallClock stall;
+  auto note_ready = [&] { stall.note(timelines_.reached(before, ready_value)); };
   note_ready();
   if (slot.layer != layer) {
     if (slot.layer >= 0) {
-      STRATA_RETURN_IF_ERROR(wait_done(slot.layer, slot.done, stop));
+      STRATA_RETURN_IF_ERROR(timelines_.wait(slot.layer, slot.done, stop, "kv pager"));
       if (slot.dirty_end > slot.dirty_begin) {
         const auto first = static_cast<size_t>(slot.dirty_begin);
         const auto n = static_cast<size_t>(slot.dirty_end - slot.dirty_begin);
@@ -146,11 +118,7 @@ Status KvPager::page_in(int64_t layer, const Job& job, SlotState& slot, std::sto
   }
   slot.done = job.done_base + static_cast<uint64_t>(layer) + 1;
   note_ready();
-  if (ready_since != Clock::time_point{}) {
-    ++stalls_;
-    stall_ns_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - ready_since).count());
-  }
+  stall.add_to(stalls_, stall_ns_);
   return {};
 }
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -15,6 +14,7 @@
 #include "backend/event.h"
 #include "core/status.h"
 #include "engine/kv_cache.h"
+#include "engine/layer_timelines.h"
 #include "paged/schedule.h"
 
 namespace strata::engine {
@@ -62,8 +62,6 @@ class KvPager {
   /// The first error since the last call.
   Status take_error();
   KvPagingStats stats() const;
-  /// Per layer, the index of the timeline (backend) that runs it.
-  const std::vector<int>& runs_on() const { return runs_on_; }
 
  private:
   struct SlotState {
@@ -77,13 +75,10 @@ class KvPager {
   Status write_back(const std::vector<KvPaging::Part>& parts, size_t home, size_t first, size_t n);
   // Reads the first n cells of the home region at `home` into a slot's parts.
   Status read_in(const std::vector<KvPaging::Part>& parts, size_t home, size_t n);
-  Status wait_done(int64_t layer, uint64_t value, std::stop_token stop);
-  bool reached(int64_t layer, uint64_t value) const;
 
   KvPaging* paging_;
   int64_t n_layer_;
-  std::vector<backend::Event*> compute_;
-  std::vector<int> runs_on_;
+  LayerTimelines timelines_;
   backend::Event* admit_;
   std::vector<SlotState> slots_;  // pager thread only
   uint64_t jobs_posted_ = 0;      // caller thread only

@@ -136,10 +136,9 @@ Status Session::plan_prefill(const SessionParams& asked, bool kv_offload) {
   const int64_t n_layer = model_->hparams().n_layer;
   // With the KV cache on the host, a device's layer runs in several pieces (its attention on
   // the host), which a band's encode window cannot cover.
-  bool layers_split_from_cache = false;
   const int host = static_cast<int>(backends_.size()) - 1;
-  for (int d : runs_on_)
-    layers_split_from_cache = layers_split_from_cache || (!kv_offload && d != host);
+  const bool layers_split_from_cache = !kv_offload && std::any_of(runs_on_.begin(), runs_on_.end(),
+                                                                  [&](int d) { return d != host; });
   if (asked.prefill == PrefillOrder::kBanded && layers_split_from_cache) {
     return invalid(
         "--prefill banded does not work with --no-kv-offload on devices "

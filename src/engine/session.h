@@ -167,10 +167,10 @@ class Session {
   std::unique_ptr<WeightPager> weight_pager_;     // when the model streams weights
   bool holds_stream_ = false;                     // this session holds the model's slots
   std::vector<int> runs_on_;                      // per layer: the backend that runs it
-  int output_runs_on_ = 0;           // the backend that runs the output
-  std::string logits_name_;          // the name of the graph's logits node
-  int64_t band_layers_ = 0;          // 0: token-major prefill
-  bool windowed_ = false;            // an encode window is set on the paged backends
+  int output_runs_on_ = 0;                        // the backend that runs the output
+  std::string logits_name_;                       // the name of the graph's logits node
+  int64_t band_layers_ = 0;                       // 0: token-major prefill
+  bool windowed_ = false;                         // an encode window is set on the paged backends
   std::vector<float> logits_;
 };
 

@@ -4,20 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
 
 namespace strata::engine {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// A layer nobody signals within this time is reported instead of waited on forever.
-constexpr auto kDoneTimeout = std::chrono::minutes(5);
-
-}  // namespace
+namespace {}  // namespace
 
 Result<std::unique_ptr<WeightPager>> WeightPager::create(const model::WeightStream& stream,
                                                          std::vector<backend::Event*> compute,
@@ -38,8 +30,7 @@ WeightPager::WeightPager(const model::WeightStream& stream, int fd,
                          backend::Event& admit)
     : stream_(&stream),
       fd_(fd),
-      compute_(std::move(compute)),
-      runs_on_(std::move(runs_on)),
+      timelines_(std::move(compute), std::move(runs_on)),
       admit_(&admit),
       slots_(static_cast<size_t>(stream.n_slots)),
       thread_([this](std::stop_token stop) { serve(stop); }) {}
@@ -88,21 +79,6 @@ WeightStreamingStats WeightPager::stats() const {
   return s;
 }
 
-bool WeightPager::reached(int64_t layer, uint64_t value) const {
-  return compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])]->value() >= value;
-}
-
-Status WeightPager::wait_done(int64_t layer, uint64_t value, std::stop_token stop) {
-  backend::Event* e = compute_[static_cast<size_t>(runs_on_[static_cast<size_t>(layer)])];
-  const backend::WaitResult r = e->wait(value, kDoneTimeout, stop);
-  if (r == backend::WaitResult::kReached) return {};
-  if (r == backend::WaitResult::kStopped)
-    return error(ErrorCode::kInternal, "weight pager: stopped");
-  return error(ErrorCode::kInternal, "weight pager: layer " + std::to_string(layer) +
-                                         " never completed (timeline value " +
-                                         std::to_string(value) + ")");
-}
-
 Status WeightPager::read_layer(const model::WeightStream::Layer& layer) {
   for (const model::WeightStream::Piece& p : layer.pieces) {
     auto* dst = static_cast<uint8_t*>(p.tensor->data);
@@ -127,15 +103,14 @@ Status WeightPager::bring_in(const Use& use, std::stop_token stop) {
   const model::WeightStream::Layer* layer = stream_->find(use.layer);
   SlotState& slot = slots_[static_cast<size_t>(layer->slot)];
   // Compute is ready for this use once the one before it is done; from then on it waits.
-  Clock::time_point ready_since{};
+  StallClock stall;
   auto note_ready = [&] {
-    if (ready_since == Clock::time_point{} &&
-        (previous_.layer < 0 || reached(previous_.layer, previous_.done)))
-      ready_since = Clock::now();
+    stall.note(previous_.layer < 0 || timelines_.reached(previous_.layer, previous_.done));
   };
   note_ready();
   if (slot.layer != use.layer) {
-    if (slot.layer >= 0) STRATA_RETURN_IF_ERROR(wait_done(slot.layer, slot.done, stop));
+    if (slot.layer >= 0)
+      STRATA_RETURN_IF_ERROR(timelines_.wait(slot.layer, slot.done, stop, "weight pager"));
     note_ready();
     // From here the slot holds no layer until the read has completed.
     slot.layer = -1;
@@ -144,11 +119,7 @@ Status WeightPager::bring_in(const Use& use, std::stop_token stop) {
   }
   slot.done = use.done;
   note_ready();
-  if (ready_since != Clock::time_point{}) {
-    ++stalls_;
-    stall_ns_ += static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - ready_since).count());
-  }
+  stall.add_to(stalls_, stall_ns_);
   return {};
 }
 

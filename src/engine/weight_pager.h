@@ -14,6 +14,7 @@
 
 #include "backend/event.h"
 #include "core/status.h"
+#include "engine/layer_timelines.h"
 #include "model/arch/weights.h"
 #include "paged/schedule.h"
 
@@ -70,13 +71,10 @@ class WeightPager {
   void serve(std::stop_token stop);
   Status bring_in(const Use& use, std::stop_token stop);
   Status read_layer(const model::WeightStream::Layer& layer);
-  Status wait_done(int64_t layer, uint64_t value, std::stop_token stop);
-  bool reached(int64_t layer, uint64_t value) const;
 
   const model::WeightStream* stream_;
   int fd_;
-  std::vector<backend::Event*> compute_;
-  std::vector<int> runs_on_;
+  LayerTimelines timelines_;
   backend::Event* admit_;
   std::vector<SlotState> slots_;  // pager thread only
   Use previous_{-1, 0, 0};        // pager thread only: the use before the current one

@@ -23,6 +23,15 @@ std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> token
   return out;
 }
 
+std::vector<float> prompt_and_steps(engine::Session& s, std::span<const int32_t> prompt) {
+  std::vector<float> out = decode_all(s, prompt);
+  for (int32_t t : {261, 378, 403}) {
+    const auto row = decode_all(s, std::span(&t, 1));
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
 std::vector<int32_t> greedy_tokens(engine::Session& s, const std::string& prompt, size_t n) {
   engine::GenerateParams gp;
   gp.prompt = prompt;

@@ -14,6 +14,10 @@ namespace strata::testing {
 /// and returns the logits of every token, row after row. A failed decode is a test failure.
 std::vector<float> decode_all(engine::Session& s, std::span<const int32_t> tokens);
 
+/// decode_all of `prompt`, then of three single-token decode steps after it (tokens 261, 378
+/// and 403): every row of logits, prompt first.
+std::vector<float> prompt_and_steps(engine::Session& s, std::span<const int32_t> prompt);
+
 /// Generates `n` tokens greedily after `prompt` and returns them (empty, with a test failure,
 /// when generation fails).
 std::vector<int32_t> greedy_tokens(engine::Session& s, const std::string& prompt, size_t n);

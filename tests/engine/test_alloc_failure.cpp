@@ -315,6 +315,39 @@ TEST(AllocFailure, TensorSplitEndsInAnErrorAtEveryAllocation) {
   EXPECT_GT(p.create, 0);
 }
 
+// stories260K with every layer on a tensor split over `members` (n_ctx 64); failures are test
+// failures and leave the session null.
+struct SplitSession {
+  std::unique_ptr<meta::MetaDevice> meta;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<Session> session;
+};
+
+SplitSession open_tensor_split(const std::vector<backend::Device*>& members, int64_t ubatch) {
+  SplitSession out;
+  auto meta = meta::MetaDevice::create(members, {});
+  EXPECT_TRUE(meta.ok()) << meta.status().message();
+  if (!meta.ok()) return out;
+  out.meta = std::move(meta).value();
+  LayoutParams lp;
+  lp.devices = {out.meta.get()};
+  lp.n_gpu_layers = 99;
+  auto layout = make_layout(5, lp);
+  EXPECT_TRUE(layout.ok()) << layout.status().message();
+  if (!layout.ok()) return out;
+  auto model = model::Model::load(kModel, weight_placement(*layout, devices::host_device()));
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (!model.ok()) return out;
+  out.model = std::move(model).value();
+  SessionParams sp;
+  sp.n_ctx = 64;
+  sp.n_ubatch = ubatch;
+  auto session = Session::create(*out.model, devices::host_device(), *layout, sp);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (session.ok()) out.session = std::move(session).value();
+  return out;
+}
+
 // A tensor split whose second member refuses one compute of a run, after the first member has
 // queued all of its own (including waits for the second's signals): the decode fails, returns
 // within the test's time (no member is left waiting), and the next decode computes what a
@@ -324,21 +357,9 @@ TEST(AllocFailure, TensorSplitRecoversFromAMemberThatFailsMidRun) {
   auto parts = devices::make_partitions(2, 0);
   ASSERT_TRUE(parts.ok()) << parts.status().message();
   RefusingMember refusing(*(*parts)[1]);
-  auto meta = meta::MetaDevice::create({(*parts)[0], &refusing}, {});
-  ASSERT_TRUE(meta.ok()) << meta.status().message();
-  LayoutParams lp;
-  lp.devices = {meta->get()};
-  lp.n_gpu_layers = 99;
-  auto layout = make_layout(5, lp);
-  ASSERT_TRUE(layout.ok()) << layout.status().message();
-  auto model = model::Model::load(kModel, weight_placement(*layout, devices::host_device()));
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  SessionParams sp;
-  sp.n_ctx = 64;
-  sp.n_ubatch = 4;
-  auto session = Session::create(**model, devices::host_device(), *layout, sp);
-  ASSERT_TRUE(session.ok()) << session.status().message();
-  Session& s = **session;
+  SplitSession split = open_tensor_split({(*parts)[0], &refusing}, 4);
+  ASSERT_TRUE(split.session);
+  Session& s = *split.session;
   ASSERT_TRUE(s.decode(kPrompt).ok());
   const std::vector<float> want(s.logits().begin(), s.logits().end());
   s.reset();
@@ -377,21 +398,9 @@ TEST(AllocFailure, TensorSplitRecoversFromAMemberWhoseQueuedTaskFails) {
     RefusingMember member(*(*parts)[failing]);
     std::vector<backend::Device*> members = {(*parts)[0], (*parts)[1]};
     members[static_cast<size_t>(failing)] = &member;
-    auto meta = meta::MetaDevice::create(members, {});
-    ASSERT_TRUE(meta.ok()) << meta.status().message();
-    LayoutParams lp;
-    lp.devices = {meta->get()};
-    lp.n_gpu_layers = 99;
-    auto layout = make_layout(5, lp);
-    ASSERT_TRUE(layout.ok()) << layout.status().message();
-    auto model = model::Model::load(kModel, weight_placement(*layout, devices::host_device()));
-    ASSERT_TRUE(model.ok()) << model.status().message();
-    SessionParams sp;
-    sp.n_ctx = 64;
-    sp.n_ubatch = 1;
-    auto session = Session::create(**model, devices::host_device(), *layout, sp);
-    ASSERT_TRUE(session.ok()) << session.status().message();
-    Session& s = **session;
+    SplitSession split = open_tensor_split(members, 1);
+    ASSERT_TRUE(split.session);
+    Session& s = *split.session;
     const std::vector<int32_t> steps = {261, 378, 403};
     ASSERT_TRUE(s.decode(kPrompt).ok());
     ASSERT_TRUE(s.decode(steps).ok());

@@ -32,17 +32,6 @@ testing::Opened open_paged(const std::string& path, const LayoutCase& c, double 
       {.ubatch = ubatch, .kv_paging = {.resident_fraction = resident, .home_file = home_file}});
 }
 
-// Prompt logits, then three single-token decodes (every layer paged in and out again).
-std::vector<float> run_all(Session& s, const std::vector<int32_t>& prompt) {
-  std::vector<float> out = testing::decode_all(s, prompt);
-  for (int32_t t : {261, 378, 403}) {
-    const std::vector<int32_t> one = {t};
-    const auto row = testing::decode_all(s, one);
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
-}
-
 class KvPagingModels : public ::testing::TestWithParam<std::tuple<std::string, double, bool>> {};
 
 TEST_P(KvPagingModels, LogitsEqualTheResidentCacheBitForBit) {
@@ -56,7 +45,8 @@ TEST_P(KvPagingModels, LogitsEqualTheResidentCacheBitForBit) {
   testing::Opened paged = open_paged(g->model_path, testing::plain_layout(), resident, home, 48);
   ASSERT_TRUE(plain.session && paged.session);
   ASSERT_NE(paged.session->kv_paging(), nullptr);
-  EXPECT_EQ(run_all(*paged.session, g->prompt_tokens), run_all(*plain.session, g->prompt_tokens));
+  EXPECT_EQ(testing::prompt_and_steps(*paged.session, g->prompt_tokens),
+            testing::prompt_and_steps(*plain.session, g->prompt_tokens));
   const KvPagingStats st = paged.session->kv_paging_stats();
   if (resident < 1.0) {
     EXPECT_GT(st.bytes_in, 0u);
@@ -94,7 +84,8 @@ TEST_P(KvPagingLayouts, LogitsEqualTheResidentCacheOnEveryLayout) {
   testing::Opened plain = testing::open_with_layout(g->model_path, testing::plain_layout());
   testing::Opened paged = open_paged(g->model_path, layout, 0.25, "", 48);
   ASSERT_TRUE(plain.session && paged.session);
-  EXPECT_EQ(run_all(*paged.session, g->prompt_tokens), run_all(*plain.session, g->prompt_tokens));
+  EXPECT_EQ(testing::prompt_and_steps(*paged.session, g->prompt_tokens),
+            testing::prompt_and_steps(*plain.session, g->prompt_tokens));
 }
 
 INSTANTIATE_TEST_SUITE_P(All, KvPagingLayouts,

@@ -20,17 +20,6 @@
 namespace strata::engine {
 namespace {
 
-// Prompt logits, then three single-token decodes (every streamed layer read again).
-std::vector<float> run_all(Session& s, const std::vector<int32_t>& prompt) {
-  std::vector<float> out = testing::decode_all(s, prompt);
-  for (int32_t t : {261, 378, 403}) {
-    const std::vector<int32_t> one = {t};
-    const auto row = testing::decode_all(s, one);
-    out.insert(out.end(), row.begin(), row.end());
-  }
-  return out;
-}
-
 SessionParams session_params(int64_t ubatch = 16) {
   SessionParams sp;
   sp.n_ctx = 256;
@@ -60,7 +49,7 @@ Opened open_or_fail(const std::string& path, const OpenParams& p, const SessionP
 std::vector<float> plain_logits(const testing::Golden& g) {
   Opened plain = open_or_fail(g.model_path, {}, session_params());
   if (!plain.session) return {};
-  return run_all(*plain.session, g.prompt_tokens);
+  return testing::prompt_and_steps(*plain.session, g.prompt_tokens);
 }
 
 // (model, slots, bands): bands 0 is token-major prefill, else the number of bands.
@@ -86,7 +75,7 @@ TEST_P(WeightStreamingModels, LogitsEqualTheResidentRunBitForBit) {
   ASSERT_EQ(static_cast<int64_t>(ws.layers.size()), n_layer);
   EXPECT_EQ(ws.n_slots, std::min<int>(slots, static_cast<int>(n_layer)));
   EXPECT_EQ(s.session->band_layers(), band_layers);
-  EXPECT_EQ(run_all(*s.session, g->prompt_tokens), want);
+  EXPECT_EQ(testing::prompt_and_steps(*s.session, g->prompt_tokens), want);
   EXPECT_GT(s.session->weight_stats().bytes_read, 0u);
 }
 
@@ -195,7 +184,8 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
   for (const Case& c : cases) {
     Opened s = open_or_fail(g->model_path, c.p, session_params());
     ASSERT_TRUE(s.session) << c.name;
-    EXPECT_EQ(run_all(*s.session, g->prompt_tokens), want) << c.name << ", " << c.p.band_layers;
+    EXPECT_EQ(testing::prompt_and_steps(*s.session, g->prompt_tokens), want)
+        << c.name << ", " << c.p.band_layers;
   }
 }
 
@@ -211,7 +201,7 @@ TEST(WeightStreaming, MemBudgetRunsAModelLargerThanTheBudget) {
   const model::WeightStream& ws = s.model->weights().stream;
   EXPECT_FALSE(ws.layers.empty()) << "the weights do not fit: they stream";
   EXPECT_GT(s.session->band_layers(), 0) << "prompts prefill banded by default";
-  EXPECT_EQ(run_all(*s.session, g->prompt_tokens), want);
+  EXPECT_EQ(testing::prompt_and_steps(*s.session, g->prompt_tokens), want);
   // Without streaming the same budget is a clear out-of-memory error.
   OpenParams no_stream;
   no_stream.partitions = 1;
@@ -259,7 +249,6 @@ TEST(WeightStreaming, OneSessionAtATimeStreamsAModel) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("one session at a time"), std::string::npos);
   a->reset();
-  a.value().reset();
   auto c = open_session(*m, session_params());
   EXPECT_TRUE(c.ok()) << "the slots are free again once the first session is gone";
 }
