@@ -118,9 +118,6 @@ Result<OpenParams> with_mem_budget(const OpenParams& asked) {
 }
 
 Result<LayoutParams> layout_params(const OpenParams& p, std::string* note) {
-  if (p.stream_weights && p.split_mode == SplitMode::kTensor) {
-    return invalid("--stream-weights does not work with -sm tensor yet (use -sm layer)");
-  }
   if (p.stream_slots < 0) return invalid("--stream-slots must not be negative");
   if (p.stream_slots == 1) {
     return invalid("--stream-slots must be at least 2 (one layer is read while another runs)");

@@ -8,8 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "meta/meta_buffer.h"
+
 namespace strata::engine {
-namespace {}  // namespace
 
 Result<std::unique_ptr<WeightPager>> WeightPager::create(const model::WeightStream& stream,
                                                          std::vector<backend::Event*> compute,
@@ -81,7 +82,10 @@ WeightStreamingStats WeightPager::stats() const {
 
 Status WeightPager::read_layer(const model::WeightStream::Layer& layer) {
   for (const model::WeightStream::Piece& p : layer.pieces) {
-    auto* dst = static_cast<uint8_t*>(p.tensor->data);
+    // A tensor split across devices is read whole, then scattered to its shards.
+    const bool sharded = meta::shards_of(*p.tensor) != nullptr;
+    if (sharded && staging_.size() < p.size) staging_.resize(p.size);
+    auto* dst = sharded ? staging_.data() : static_cast<uint8_t*>(p.tensor->data);
     size_t done = 0;
     while (done < p.size) {
       const ssize_t got =
@@ -94,6 +98,10 @@ Status WeightPager::read_layer(const model::WeightStream::Layer& layer) {
       }
       done += static_cast<size_t>(got);
       bytes_read_ += static_cast<uint64_t>(got);
+    }
+    if (sharded) {
+      STRATA_RETURN_IF_ERROR(static_cast<memory::Buffer*>(p.tensor->buffer)
+                                 ->write(*p.tensor, staging_.data(), 0, p.size));
     }
   }
   return {};

@@ -77,6 +77,7 @@ class WeightPager {
   LayerTimelines timelines_;
   backend::Event* admit_;
   std::vector<SlotState> slots_;  // pager thread only
+  std::vector<uint8_t> staging_;  // pager thread only: a split tensor's bytes on their way
   Use previous_{-1, 0, 0};        // pager thread only: the use before the current one
   uint64_t uses_posted_ = 0;      // caller thread only
 

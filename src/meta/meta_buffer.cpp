@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,19 @@ std::string describe_split(const core::Tensor& t, const Sharded& s, const MetaDe
 
 std::string_view MetaBufferType::name() const {
   return device_->name();
+}
+
+size_t MetaBufferType::free_bytes() const {
+  double sum = 0;
+  for (float w : device_->weights()) sum += w;
+  double tightest = static_cast<double>(SIZE_MAX);
+  for (size_t d = 0; d < device_->members().size(); ++d) {
+    const size_t free = device_->members()[d]->buffer_type().free_bytes();
+    const double share = sum > 0 ? device_->weights()[d] / sum : 0;
+    if (free == SIZE_MAX || share <= 0) continue;
+    tightest = std::min(tightest, static_cast<double>(free) / share);
+  }
+  return tightest >= static_cast<double>(SIZE_MAX) ? SIZE_MAX : static_cast<size_t>(tightest);
 }
 
 Result<std::unique_ptr<memory::Buffer>> MetaBufferType::allocate(size_t size) {
@@ -99,6 +113,7 @@ Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::Ten
     s.axis = -1;
     s.pieces.clear();
   }
+  const Sharded* alias = aliased_by(t, s);
   for (int d = 0; d < n; ++d) {
     std::array<int64_t, core::kMaxDims> ne = t.ne;
     if (s.axis >= 0) ne[static_cast<size_t>(s.axis)] = total(s.pieces[static_cast<size_t>(d)]);
@@ -106,6 +121,15 @@ Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::Ten
     core::Tensor* shard =
         shards_.new_tensor(t.type, ne, t.name + "#" + std::string(member->name()));
     shard->flags = t.flags;
+    if (alias != nullptr) {
+      const core::Tensor& same = *alias->shard[static_cast<size_t>(d)];
+      auto* holder = static_cast<memory::Buffer*>(same.buffer);
+      STRATA_RETURN_IF_ERROR(
+          holder->place(*shard, static_cast<size_t>(static_cast<uint8_t*>(same.data) -
+                                                    static_cast<uint8_t*>(holder->base()))));
+      s.shard.push_back(shard);
+      continue;
+    }
     auto buf = member->buffer_type().allocate(shard->nbytes());
     if (!buf.ok()) {
       return error(ErrorCode::kOutOfMemory, std::string(member->name()) + ": no room for its " +
@@ -128,6 +152,15 @@ Status MetaBuffer::place_split(core::Tensor& t, size_t offset, const memory::Ten
   device_->add(&t, std::move(s));
   placed_.push_back(&t);
   return {};
+}
+
+const Sharded* MetaBuffer::aliased_by(const core::Tensor& t, const Sharded& s) const {
+  for (const core::Tensor* u : placed_) {
+    if (u->data != t.data || u->type != t.type || u->ne != t.ne) continue;
+    const Sharded* us = device_->find(u);
+    if (us != nullptr && us->axis == s.axis && us->pieces == s.pieces) return us;
+  }
+  return nullptr;
 }
 
 void MetaBuffer::zero() {

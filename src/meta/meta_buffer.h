@@ -25,6 +25,9 @@ class MetaBufferType final : public memory::BufferType {
   std::string_view name() const override;
   size_t alignment() const override { return 64; }
   bool is_host() const override { return true; }
+  /// What the members can still hold of tensors split in the device's proportions: the
+  /// tightest member's free bytes over its share.
+  size_t free_bytes() const override;
   Result<std::unique_ptr<memory::Buffer>> allocate(size_t size) override;
 
  private:
@@ -36,8 +39,10 @@ class MetaBuffer final : public memory::Buffer {
   MetaBuffer(MetaBufferType* type, MetaDevice& device, void* base, size_t size);
   ~MetaBuffer() override;
 
-  /// Places `t` and gives every member its shard (allocated from the member's buffer type,
-  /// zeroed). kInvalidArgument when the split leaves a member no unit or cuts a quantization
+  /// Places `t` and gives every member its shard (allocated from the member's buffer type).
+  /// Like two tensors at one offset of a plain buffer, a tensor placed at the offset of an
+  /// earlier one with the same shape, type and split shares its shards' memory (weight slots
+  /// rely on it). kInvalidArgument when the split leaves a member no unit or cuts a quantization
   /// block; kOutOfMemory naming the member when its memory is short.
   Status place_split(core::Tensor& t, size_t offset, const memory::TensorSplit& split) override;
   /// Zeroes every shard.
@@ -50,6 +55,9 @@ class MetaBuffer final : public memory::Buffer {
   const Sharded* sharded(const core::Tensor& t) const;
 
  private:
+  /// The shards of an earlier tensor at t's address that t, split as `s`, may share.
+  const Sharded* aliased_by(const core::Tensor& t, const Sharded& s) const;
+
   MetaDevice* device_;
   core::Context shards_;
   std::vector<std::unique_ptr<memory::Buffer>> member_buffers_;

@@ -15,6 +15,7 @@
 #include "engine/open.h"
 #include "gguf/file.h"
 #include "golden.h"
+#include "meta/meta_buffer.h"
 #include "model/arch/hparams.h"
 
 namespace strata::engine {
@@ -189,6 +190,72 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
   }
 }
 
+// Under -sm tensor every member streams its shards: the run equals the resident tensor split
+// (whose sums differ from the plain run's by the all-reduce order) bit for bit.
+TEST(WeightStreaming, UnderATensorSplitEqualsTheResidentTensorSplit) {
+  struct Case {
+    const char* name;
+    OpenParams p;
+    int slots;
+    PrefillOrder prefill;
+    int64_t band_layers;
+  };
+  OpenParams two;
+  two.partitions = 2;
+  two.n_gpu_layers = 99;
+  two.split_mode = SplitMode::kTensor;
+  OpenParams uneven = two;
+  uneven.partitions = 3;
+  uneven.tensor_split = {1, 2, 1};
+  OpenParams partial = two;
+  partial.n_gpu_layers = 3;
+  OpenParams kv = two;
+  kv.kv_paging.resident_fraction = 0.25;
+  const std::vector<Case> cases = {
+      {"two members, token-major", two, 2, PrefillOrder::kToken, 0},
+      {"two members, banded per layer", two, 2, PrefillOrder::kBanded, 1},
+      {"two members, 3 slots, bands of 2", two, 3, PrefillOrder::kBanded, 2},
+      {"three members, 1:2:1", uneven, 2, PrefillOrder::kAuto, 0},
+      {"partial offload", partial, 2, PrefillOrder::kBanded, 1},
+      {"KV paging", kv, 2, PrefillOrder::kBanded, 2},
+  };
+  for (const char* model_name : {"stories260K", "synth256-q4_0", "synth256-q4_k", "synth256-f16"}) {
+    auto g = testing::load_golden(model_name, "park");
+    if (!g) GTEST_SKIP() << "golden files not found";
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(model_name) + ", " + c.name);
+      std::vector<float> want;
+      {
+        Opened resident = open_or_fail(g->model_path, c.p, session_params());
+        ASSERT_TRUE(resident.session);
+        want = testing::prompt_and_steps(*resident.session, g->prompt_tokens);
+      }
+      OpenParams p = c.p;
+      p.stream_slots = c.slots;
+      p.prefill = c.prefill;
+      p.band_layers = c.band_layers;
+      Opened s = open_or_fail(g->model_path, p, session_params());
+      ASSERT_TRUE(s.session);
+      const model::Weights& w = s.model->weights();
+      ASSERT_FALSE(w.stream.layers.empty());
+      // Layers in one slot share the members' memory; the next layer has its own.
+      const model::WeightStream::Layer& first = w.stream.layers.front();
+      ASSERT_GT(w.stream.layers.size(), static_cast<size_t>(c.slots));
+      const core::Tensor* ffn = w.layers[static_cast<size_t>(first.layer)].ffn_down;
+      const core::Tensor* same_slot = w.layers[static_cast<size_t>(first.layer + c.slots)].ffn_down;
+      const core::Tensor* next = w.layers[static_cast<size_t>(first.layer + 1)].ffn_down;
+      const meta::Sharded* shards = meta::shards_of(*ffn);
+      ASSERT_NE(shards, nullptr);
+      for (size_t d = 0; d < shards->shard.size(); ++d) {
+        EXPECT_EQ(meta::shards_of(*same_slot)->shard[d]->data, shards->shard[d]->data);
+        EXPECT_NE(meta::shards_of(*next)->shard[d]->data, shards->shard[d]->data);
+      }
+      EXPECT_EQ(testing::prompt_and_steps(*s.session, g->prompt_tokens), want);
+      EXPECT_GE(s.session->weight_stats().bytes_read, w.stream.bytes());
+    }
+  }
+}
+
 TEST(WeightStreaming, MemBudgetRunsAModelLargerThanTheBudget) {
   auto g = testing::load_golden("synth256-f32", "park");
   if (!g) GTEST_SKIP() << "golden files not found";
@@ -221,12 +288,6 @@ TEST(WeightStreaming, BadCombinationsAreClearErrors) {
     EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
   };
-  OpenParams tensor;
-  tensor.partitions = 2;
-  tensor.n_gpu_layers = 99;
-  tensor.split_mode = SplitMode::kTensor;
-  tensor.stream_weights = true;
-  expect_invalid(tensor, "-sm tensor");
   OpenParams budget_and_parts;
   budget_and_parts.mem_budget = 1 << 20;
   budget_and_parts.partitions = 2;

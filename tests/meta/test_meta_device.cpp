@@ -121,6 +121,51 @@ TEST(MetaBuffer, ProportionsThatStarveADeviceAreAnError) {
   EXPECT_NE(st.message().find("two_heads"), std::string::npos);
 }
 
+TEST(MetaBuffer, TensorsAtOneOffsetShareTheirShardsLikeAPlainBuffer) {
+  auto meta = make_meta(2, {3, 1});
+  ASSERT_TRUE(meta);
+  core::Context ctx;
+  auto buf = meta->buffer_type().allocate(1 << 16);
+  ASSERT_TRUE(buf.ok());
+  const memory::TensorSplit rows{1, {}, 1};
+  Tensor* a = ctx.new_tensor(core::Type::kF32, {64, 8, 1, 1}, "a");
+  Tensor* b = ctx.new_tensor(core::Type::kF32, {64, 8, 1, 1}, "b");   // a's slot
+  Tensor* c = ctx.new_tensor(core::Type::kF32, {64, 8, 1, 1}, "c");   // another offset
+  Tensor* d = ctx.new_tensor(core::Type::kF32, {32, 16, 1, 1}, "d");  // a's offset, shaped apart
+  Tensor* m = ctx.new_tensor(core::Type::kF32, {64, 8, 1, 1}, "m");   // a's offset, mirrored
+  ASSERT_TRUE((*buf)->place_split(*a, 0, rows).ok());
+  ASSERT_TRUE((*buf)->place_split(*b, 0, rows).ok());
+  ASSERT_TRUE((*buf)->place_split(*c, 4096, rows).ok());
+  ASSERT_TRUE((*buf)->place_split(*d, 0, rows).ok());
+  ASSERT_TRUE((*buf)->place_split(*m, 0, {}).ok());
+  for (size_t member = 0; member < 2; ++member) {
+    const void* at = meta->find(a)->shard[member]->data;
+    EXPECT_EQ(meta->find(b)->shard[member]->data, at);
+    EXPECT_NE(meta->find(c)->shard[member]->data, at);
+    EXPECT_NE(meta->find(d)->shard[member]->data, at);
+    EXPECT_NE(meta->find(m)->shard[member]->data, at);
+  }
+  // What b is written as, a reads back: they are one tensor's bytes, as in a plain buffer.
+  const std::vector<float> v = random_values(64 * 8, 7);
+  ASSERT_TRUE((*buf)->write(*b, v.data(), 0, v.size() * sizeof(float)).ok());
+  std::vector<float> back(v.size());
+  ASSERT_TRUE((*buf)->read(*a, back.data(), 0, back.size() * sizeof(float)).ok());
+  EXPECT_EQ(back, v);
+}
+
+TEST(MetaBuffer, FreeBytesAreWhatTheTightestMemberHoldsOverItsShare) {
+  const size_t budget = size_t{64} << 20;
+  auto members = devices::make_partitions(2, budget);
+  ASSERT_TRUE(members.ok()) << members.status().message();
+  auto meta = MetaDevice::create(*members, {3, 1});
+  ASSERT_TRUE(meta.ok());
+  const size_t free0 = (*members)[0]->buffer_type().free_bytes();
+  ASSERT_LE(free0, budget);
+  // Member 0 takes three quarters of every split tensor: it runs out first.
+  EXPECT_NEAR(static_cast<double>((*meta)->buffer_type().free_bytes()), free0 / 0.75, free0 * 1e-6);
+  EXPECT_EQ(make_meta(2)->buffer_type().free_bytes(), SIZE_MAX) << "unbudgeted members";
+}
+
 TEST(MetaDevice, RejectsBadMembersAndProportions) {
   EXPECT_FALSE(MetaDevice::create(partitions(1), {}).ok());
   EXPECT_FALSE(MetaDevice::create(partitions(2), {1, 1, 1}).ok());

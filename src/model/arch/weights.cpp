@@ -134,7 +134,9 @@ Status place_streamed(const gguf::File& file, Weights& w, memory::BufferType& ty
     l.slot = first_slot + k;
     size_t offset = static_cast<size_t>(k) * slot_bytes;
     for (const WeightStream::Piece& p : l.pieces) {
-      STRATA_RETURN_IF_ERROR((*buf)->place(*p.tensor, offset));
+      // A sharding buffer gives same-shaped tensors at one offset the same shards.
+      STRATA_RETURN_IF_ERROR(
+          (*buf)->place_split(*p.tensor, offset, tensor_split(*p.tensor, w.find(p.tensor)->split)));
       offset += aligned(p.tensor->nbytes(), type.alignment());
     }
   }
@@ -187,7 +189,9 @@ Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& plac
   if (mapping) w.buffers.push_back(std::move(mapping));
   for (auto& [type, group] : groups) {
     bool streamed = false;
-    STRATA_RETURN_IF_ERROR(place_streamed(file, w, *type, group, n_layer, opts, &streamed));
+    // Host memory never streams, whether it holds its layers in huge pages or not.
+    if (type != &memory::huge_page_buffer_type())
+      STRATA_RETURN_IF_ERROR(place_streamed(file, w, *type, group, n_layer, opts, &streamed));
     if (!streamed) {
       STRATA_RETURN_IF_ERROR(
           place_resident(file, w, *type, group.tensors, group.bytes, group.layers.size()));
