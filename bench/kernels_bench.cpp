@@ -99,6 +99,33 @@ void BM_SoftMax(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(x->nbytes()));
 }
 
+// One decode step's unfused attention for one layer of a grouped-query model (tinyllama: 32
+// query heads over 4 KV heads of 64) at a depth of n_kv cells, the cache in f16 as the engine
+// keeps it: scores, softmax, and the product with V read through its transposed view.
+void BM_DecodeAttention(benchmark::State& state) {
+  const int64_t n_kv = state.range(0), hd = 64, n_head = 32, n_head_kv = 4;
+  Fixture f;
+  Tensor* k_cache = f.leaf(Type::kF16, {hd * n_head_kv, n_kv, 1, 1});
+  Tensor* v_cache = f.leaf(Type::kF16, {hd * n_head_kv, n_kv, 1, 1});
+  Tensor* q = f.leaf(Type::kF32, {hd, n_head, 1, 1});
+  auto& ctx = f.ctx;
+  const size_t row = k_cache->nb[1], head = hd * sizeof(uint16_t);
+  Tensor* keys = strata::core::view(ctx, k_cache, {hd, n_kv, n_head_kv, 1},
+                                    {k_cache->nb[0], row, head, row * n_kv}, 0);
+  Tensor* values = strata::core::view(ctx, v_cache, {hd, n_kv, n_head_kv, 1},
+                                      {v_cache->nb[0], row, head, row * n_kv}, 0);
+  Tensor* qp = strata::core::permute(ctx, q, {0, 2, 1, 3});
+  Tensor* kq = strata::core::soft_max(ctx, strata::core::mul_mat(ctx, keys, qp), nullptr, 0.125f);
+  Tensor* kqv = strata::core::mul_mat(ctx, strata::core::transpose(ctx, values), kq);
+  if (!f.finish(kqv)) {
+    state.SkipWithError(f.ctx.status().message().c_str());
+    return;
+  }
+  f.run(state);
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(k_cache->nbytes() + v_cache->nbytes()));
+}
+
 void register_all() {
   const std::pair<const char*, Type> types[] = {
       {"f32", Type::kF32},   {"f16", Type::kF16},   {"bf16", Type::kBF16}, {"q8_0", Type::kQ8_0},
@@ -127,6 +154,11 @@ void register_all() {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
+  benchmark::RegisterBenchmark("DecodeAttention", BM_DecodeAttention)
+      ->Arg(1024)
+      ->Arg(4096)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("RmsNorm", BM_RmsNorm)->Args({2048, 64})->UseRealTime();
   benchmark::RegisterBenchmark("SoftMax", BM_SoftMax)->Args({1024, 16})->UseRealTime();
 }

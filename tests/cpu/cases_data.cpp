@@ -40,6 +40,10 @@ void mul_mat_cases(std::vector<Case>& out) {
       return std::vector{
           core::mul_mat(ctx, leaf(ctx, t, {k64, 5, 2, 3}), f32(ctx, {k64, 3, 4, 6}))};
     });
+    add("grouped_query_decode", [=](Context& ctx, Inputs&) {  // one row per head, 4 heads per batch
+      Tensor* x = core::permute(ctx, f32(ctx, {k64, 8, 1, 1}), {0, 2, 1, 3});
+      return std::vector{core::mul_mat(ctx, leaf(ctx, t, {k64, 7, 2, 1}), x)};
+    });
     add("batched", [=](Context& ctx, Inputs&) {
       return std::vector{
           core::mul_mat(ctx, leaf(ctx, t, {k96, 7, 3, 1}), f32(ctx, {k96, 5, 3, 1}))};

@@ -229,17 +229,20 @@ INSTANTIATE_TEST_SUITE_P(Types, FloatDotOrder,
 // Decode's attention multiplies by V through a transposed view; mul_mat walks such a matrix in
 // address order (dot_transposed.cpp) rather than gathering it, and must give exactly the bits of
 // the dense rows: every float type, row counts with and without a vector tail, 1-4 activation
-// rows (the decode sizes), a broadcast batch, on 1 and 2 threads.
+// rows (the decode sizes), broadcast batches, on 1 and 2 threads.
 TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
   for (const Type t : {Type::kF32, Type::kF16, Type::kBF16}) {
     for (const int64_t k : {32, 160, 176}) {
-      for (const int64_t m : {8, 24, 64}) {
-        for (const int64_t n : {1, 2, 4}) {
+      for (const int64_t m : {8, 12, 24, 44, 64}) {
+        // One or two V heads under 6 query heads each: one row per head takes several heads
+        // per walk (4, then 2), split between threads when there are fewer V heads.
+        for (const auto& [n, v_heads] :
+             {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {2, 2}, {4, 1}}) {
           test::Case c;
           c.name = "transposed";
           c.build = [=](core::Context& ctx, test::Inputs&) {
-            core::Tensor* stored = ctx.new_tensor(t, {m, k, 2, 1});  // V as cached: [hd, cells]
-            core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, 4, 1});
+            core::Tensor* stored = ctx.new_tensor(t, {m, k, v_heads, 1});  // V: [hd, cells]
+            core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, 6 * v_heads, 1});
             core::Tensor* wt = core::transpose(ctx, stored);
             return std::vector<core::Tensor*>{core::mul_mat(ctx, wt, x),
                                               core::mul_mat(ctx, core::cont(ctx, wt), x)};
@@ -253,6 +256,35 @@ TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
           }
         }
       }
+    }
+  }
+}
+
+// Decode under grouped-query attention: one row per query head, several heads per weight batch.
+// mul_mat takes a batch's heads as the rows of one tile walk; each output must keep the bits it
+// has when the heads' rows are walked one batch at a time (here: the same rows with a second
+// row beside them, which the fold does not apply to).
+TEST(GroupedQueryRows, GiveTheBitsOfOneBatchAtATime) {
+  for (const Type t :
+       {Type::kF32, Type::kF16, Type::kBF16, Type::kQ8_0, Type::kQ4_0, Type::kQ4_K, Type::kQ6_K}) {
+    const int64_t k = 256, m = 37, heads = 8, groups = 2;
+    test::Case c;
+    c.name = "grouped_query";
+    c.build = [=](core::Context& ctx, test::Inputs&) {
+      core::Tensor* w = ctx.new_tensor(t, {k, m, groups, 1});
+      core::Tensor* two = ctx.new_tensor(Type::kF32, {k, 2, heads, 1});
+      core::Tensor* one = core::view(ctx, two, {k, 1, heads, 1},
+                                     {two->nb[0], two->nb[1], two->nb[2], two->nb[3]}, 0);
+      core::Tensor* folded = core::mul_mat(ctx, w, one);  // [m, 1, heads]
+      core::Tensor* both = core::mul_mat(ctx, w, two);    // [m, 2, heads]
+      core::Tensor* first = core::view(ctx, both, {m, 1, heads, 1},
+                                       {both->nb[0], both->nb[1], both->nb[2], both->nb[3]}, 0);
+      return std::vector<core::Tensor*>{folded, core::cont(ctx, first)};
+    };
+    for (const int threads : {1, 2}) {
+      const test::CaseOutputs o = test::run_case(c, threads, 3);
+      ASSERT_EQ(o.values.size(), 2u);
+      EXPECT_TRUE(o.values[0] == o.values[1]) << core::type_name(t) << " threads=" << threads;
     }
   }
 }

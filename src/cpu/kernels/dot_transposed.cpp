@@ -23,6 +23,55 @@ __m512 load16(core::Type type, const uint8_t* p) {
   if (type == core::Type::kF32) return _mm512_loadu_ps(p);
   return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+#elif defined(STRATA_CPU_AVX2)
+inline __m256 load8(core::Type type, const uint8_t* p) {
+  if (type == core::Type::kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Sixteen lanes of every output do not fit AVX2's registers, so they live in `lanes` (for
+// activation r, lane l of output d at (r * 16 + l) * m + d: a few KiB that stay in L1) and the
+// walk goes down the columns in address order, each column read once for every activation row,
+// eight outputs at a time. The lane tree then runs eight outputs at once.
+template <core::Type kType>
+int64_t dot_transposed_by8(int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
+                           const float* acts, int n_act, float* lanes, float* out, int64_t ldo,
+                           int64_t ldo_row) {
+  const size_t es = core::type_size(kType);
+  const int64_t vec_m = m / 8 * 8;
+  if (vec_m == 0) return 0;
+  const int64_t per_row = kLanes * m;
+  std::memset(lanes, 0, static_cast<size_t>(n_act * per_row) * sizeof(float));
+  for (int64_t j = 0; j < k; ++j) {
+    const uint8_t* column = w + static_cast<size_t>(j) * col_stride;
+    float* lane = lanes + (j % kLanes) * m;
+    __m256 a[kTransposedMaxRows];
+    for (int r = 0; r < n_act; ++r) a[r] = _mm256_set1_ps(acts[r * k + j]);
+    for (int64_t d = 0; d < vec_m; d += 8) {
+      const __m256 v = load8(kType, column + static_cast<size_t>(d) * es);
+      for (int r = 0; r < n_act; ++r) {
+        float* cell = lane + r * per_row + d;
+        _mm256_storeu_ps(cell, _mm256_fmadd_ps(v, a[r], _mm256_loadu_ps(cell)));
+      }
+    }
+  }
+  for (int r = 0; r < n_act; ++r) {
+    const float* own = lanes + r * per_row;
+    for (int64_t d = 0; d < vec_m; d += 8) {
+      __m256 t8[8], t4[4];
+      for (int i = 0; i < 8; ++i) {
+        t8[i] =
+            _mm256_add_ps(_mm256_loadu_ps(own + i * m + d), _mm256_loadu_ps(own + (i + 8) * m + d));
+      }
+      for (int i = 0; i < 4; ++i) t4[i] = _mm256_add_ps(t8[i], t8[i + 4]);
+      const __m256 sum = _mm256_add_ps(_mm256_add_ps(t4[0], t4[2]), _mm256_add_ps(t4[1], t4[3]));
+      alignas(32) float s[8];
+      _mm256_store_ps(s, sum);
+      for (int i = 0; i < 8; ++i) out[r * ldo_row + (d + i) * ldo] = s[i];
+    }
+  }
+  return vec_m;
+}
 #endif
 
 }  // namespace
@@ -32,54 +81,67 @@ bool dot_transposed_supported(core::Type type, int64_t k) {
 }
 
 size_t dot_transposed_scratch(int64_t k, int64_t m) {
-  return static_cast<size_t>(k + kLanes * m + m);
+  return static_cast<size_t>(kTransposedMaxRows * (k + kLanes * m) + m);
 }
 
 void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
-                         const uint8_t* a, float* out, int64_t ldo, float* scratch) {
+                         const uint8_t* a, size_t lda, int n_act, float* out, int64_t ldo,
+                         int64_t ldo_row, float* scratch) {
   const size_t es = core::type_size(type);
-  float* act = scratch;  // a as f32 (exact), read once per block of outputs
-  float* lanes = scratch + k;
-  float* column = lanes + kLanes * m;
-  row_to_f32(type, a, act, k);
+  float* acts = scratch;  // the activations as f32 (exact), row r at r * k
+  float* lanes = scratch + kTransposedMaxRows * k;
+  float* column = lanes + kTransposedMaxRows * kLanes * m;
+  for (int r = 0; r < n_act; ++r) row_to_f32(type, a + r * lda, acts + r * k, k);
   int64_t vec_m = 0;
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   // 16 outputs at a time, their 16 lanes in 16 registers: cell j feeds register j % 16.
   vec_m = m / kLanes * kLanes;
-  for (int64_t d = 0; d < vec_m; d += kLanes) {
-    __m512 acc[kLanes];
-    for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
-    const uint8_t* col = w + static_cast<size_t>(d) * es;
-    for (int64_t j0 = 0; j0 < k; j0 += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t j = j0 + l;
-        acc[l] = _mm512_fmadd_ps(load16(type, col + static_cast<size_t>(j) * col_stride),
-                                 _mm512_set1_ps(act[j]), acc[l]);
+  for (int r = 0; r < n_act; ++r) {
+    const float* act = acts + r * k;
+    for (int64_t d = 0; d < vec_m; d += kLanes) {
+      __m512 acc[kLanes];
+      for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
+      const uint8_t* col = w + static_cast<size_t>(d) * es;
+      for (int64_t j0 = 0; j0 < k; j0 += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+          const int64_t j = j0 + l;
+          acc[l] = _mm512_fmadd_ps(load16(type, col + static_cast<size_t>(j) * col_stride),
+                                   _mm512_set1_ps(act[j]), acc[l]);
+        }
       }
+      __m512 t8[8], t4[4];
+      for (int i = 0; i < 8; ++i) t8[i] = _mm512_add_ps(acc[i], acc[i + 8]);
+      for (int i = 0; i < 4; ++i) t4[i] = _mm512_add_ps(t8[i], t8[i + 4]);
+      const __m512 sum = _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3]));
+      alignas(64) float s[kLanes];
+      _mm512_store_ps(s, sum);
+      for (int i = 0; i < kLanes; ++i) out[r * ldo_row + (d + i) * ldo] = s[i];
     }
-    __m512 t8[8], t4[4];
-    for (int i = 0; i < 8; ++i) t8[i] = _mm512_add_ps(acc[i], acc[i + 8]);
-    for (int i = 0; i < 4; ++i) t4[i] = _mm512_add_ps(t8[i], t8[i + 4]);
-    const __m512 sum = _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3]));
-    alignas(64) float s[kLanes];
-    _mm512_store_ps(s, sum);
-    for (int i = 0; i < kLanes; ++i) out[(d + i) * ldo] = s[i];
   }
+#elif defined(STRATA_CPU_AVX2)
+  vec_m = type == core::Type::kF32
+              ? dot_transposed_by8<core::Type::kF32>(k, m, w, col_stride, acts, n_act, lanes, out,
+                                                     ldo, ldo_row)
+              : dot_transposed_by8<core::Type::kF16>(k, m, w, col_stride, acts, n_act, lanes, out,
+                                                     ldo, ldo_row);
 #endif
   if (vec_m == m) return;
   // The remaining outputs: the same lanes, kept in memory (lanes[l * m + d]).
   const int64_t rest = m - vec_m;
-  std::memset(lanes, 0, static_cast<size_t>(kLanes * m) * sizeof(float));
-  for (int64_t j = 0; j < k; ++j) {
-    row_to_f32(type, w + static_cast<size_t>(j) * col_stride + static_cast<size_t>(vec_m) * es,
-               column, rest);
-    float* lane = lanes + (j % kLanes) * m;
-    for (int64_t d = 0; d < rest; ++d) lane[d] = std::fma(column[d], act[j], lane[d]);
-  }
-  for (int64_t d = 0; d < rest; ++d) {
-    float lane[kLanes];
-    for (int l = 0; l < kLanes; ++l) lane[l] = lanes[l * m + d];
-    out[(vec_m + d) * ldo] = simd::lane_tree16(lane);
+  for (int r = 0; r < n_act; ++r) {
+    const float* act = acts + r * k;
+    std::memset(lanes, 0, static_cast<size_t>(kLanes * m) * sizeof(float));
+    for (int64_t j = 0; j < k; ++j) {
+      row_to_f32(type, w + static_cast<size_t>(j) * col_stride + static_cast<size_t>(vec_m) * es,
+                 column, rest);
+      float* lane = lanes + (j % kLanes) * m;
+      for (int64_t d = 0; d < rest; ++d) lane[d] = std::fma(column[d], act[j], lane[d]);
+    }
+    for (int64_t d = 0; d < rest; ++d) {
+      float lane[kLanes];
+      for (int l = 0; l < kLanes; ++l) lane[l] = lanes[l * m + d];
+      out[r * ldo_row + (vec_m + d) * ldo] = simd::lane_tree16(lane);
+    }
   }
 }
 

@@ -13,14 +13,18 @@ namespace strata::cpu::STRATA_KERNEL_NS {
 /// k a multiple of 16 (the float kernels' GEMM order, which it reproduces).
 bool dot_transposed_supported(core::Type type, int64_t k);
 
+/// Activation rows one call takes at most: they share each walk down the columns.
+inline constexpr int kTransposedMaxRows = 4;
+
 /// Floats of scratch dot_transposed_rows needs for m rows of k elements.
 size_t dot_transposed_scratch(int64_t k, int64_t m);
 
-/// out[d * ldo] = dot(row d, a) for d < m, bit for bit what the float tile kernels give for the
-/// same rows gathered densely (16 lanes, element j into lane j % 16, then the lane tree). `a`
-/// holds k elements of the weight type (f32 or f16). Blocks of 16 outputs keep their lanes in
-/// registers while the walk goes down the columns.
+/// out[r * ldo_row + d * ldo] = dot(row d, activation r) for d < m and r < n_act (at most
+/// kTransposedMaxRows; activation r at a + r * lda), bit for bit what the float tile kernels
+/// give for the same rows gathered densely (16 lanes, element j into lane j % 16, then the lane
+/// tree). Activations hold k elements of the weight type (f32 or f16).
 void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w, size_t col_stride,
-                         const uint8_t* a, float* out, int64_t ldo, float* scratch);
+                         const uint8_t* a, size_t lda, int n_act, float* out, int64_t ldo,
+                         int64_t ldo_row, float* scratch);
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -168,12 +168,10 @@ struct Chunking {
 
 // Enough chunks that every thread gets several (load balance), each at most 64 x 64 so its
 // weight rows stay cached while it walks the activation rows.
-Chunking make_chunking(const Tensor& dst, const Plan& plan, int nth) {
+Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, int nth) {
   constexpr int64_t kMaxChunk = 64;
   Chunking c;
-  const int64_t m = dst.ne[0];
-  const int64_t n = dst.ne[1];
-  c.batches = dst.ne[2] * dst.ne[3];
+  c.batches = batches;
   c.size_n = std::min(n, kMaxChunk);
   c.count_n = (n + c.size_n - 1) / c.size_n;
   const int64_t target = 4 * static_cast<int64_t>(nth);
@@ -188,21 +186,45 @@ Chunking make_chunking(const Tensor& dst, const Plan& plan, int nth) {
   return c;
 }
 
-// One item per (batch, activation row): all m outputs of it from one pass over the weights.
+// All m outputs of an activation row from one pass over the weights. Under grouped-query
+// attention (one row per query head, r2 heads per weight batch) a pass serves up to
+// kTransposedMaxRows heads; the heads of a batch are split into pieces only as far as keeps
+// every thread busy.
 void mul_mat_by_lanes(const Tensor& dst, const Plan& p, const uint8_t* act, float* lanes,
                       const KernelArgs& args) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
   const int64_t r2 = x.ne[2] / w.ne[2];
   const int64_t r3 = x.ne[3] / w.ne[3];
-  const Range items = split_range(x.nrows(), args.ith, args.nth);
+  const bool fold = r2 > 1 && x.ne[1] == 1;
+  const int64_t groups = fold ? w.ne[2] * x.ne[3] : x.nrows();
+  const int64_t pieces = fold ? std::min<int64_t>(r2, (args.nth + groups - 1) / groups) : 1;
+  const int64_t ldo = static_cast<int64_t>(dst.nb[0] / sizeof(float));
+  const Range items = split_range(groups * pieces, args.ith, args.nth);
   for (int64_t item = items.begin; item < items.end; ++item) {
-    const RowIndex ix = row_index(x, item);
-    const uint8_t* a =
-        p.act_direct ? x.row_ptr(ix.i1, ix.i2, ix.i3) : act + static_cast<size_t>(item) * p.act_row;
-    auto* out = reinterpret_cast<float*>(dst.row_ptr(ix.i1, ix.i2, ix.i3));
-    dot_transposed_rows(w.type, x.ne[0], w.ne[1], w.row_ptr(0, ix.i2 / r2, ix.i3 / r3), w.nb[0], a,
-                        out, static_cast<int64_t>(dst.nb[0] / sizeof(float)), lanes);
+    const int64_t group = item / pieces, piece = item % pieces;
+    RowIndex first{};  // the piece's first activation row
+    int64_t rows = 1;
+    if (fold) {
+      const int64_t lo = r2 * piece / pieces;
+      first = {0, group % w.ne[2] * r2 + lo, group / w.ne[2]};
+      rows = r2 * (piece + 1) / pieces - lo;
+    } else {
+      first = row_index(x, group);
+    }
+    // Converted rows lie in (i3, i2, i1) order: a fold's rows are consecutive there too.
+    const size_t act_index =
+        static_cast<size_t>((first.i3 * x.ne[2] + first.i2) * x.ne[1] + first.i1);
+    const uint8_t* w_batch = w.row_ptr(0, first.i2 / r2, first.i3 / r3);
+    for (int64_t r = 0; r < rows; r += kTransposedMaxRows) {
+      const int n = static_cast<int>(std::min<int64_t>(kTransposedMaxRows, rows - r));
+      const uint8_t* a = p.act_direct ? x.row_ptr(first.i1, first.i2 + r, first.i3)
+                                      : act + (act_index + static_cast<size_t>(r)) * p.act_row;
+      const size_t lda = p.act_direct ? x.nb[2] : p.act_row;
+      auto* out = reinterpret_cast<float*>(dst.row_ptr(first.i1, first.i2 + r, first.i3));
+      dot_transposed_rows(w.type, x.ne[0], w.ne[1], w_batch, w.nb[0], a, lda, n, out, ldo,
+                          static_cast<int64_t>(dst.nb[2] / sizeof(float)), lanes);
+    }
   }
 }
 
@@ -232,21 +254,29 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     mul_mat_by_lanes(dst, p, act, reinterpret_cast<float*>(local), args);
     return;
   }
-  const Chunking ch = make_chunking(dst, p, args.nth);
+  // Decode under grouped-query attention: one query row per head, r2 heads reading each K
+  // head. Taken as the activation rows of one weight batch, they share every pass over its
+  // rows instead of each reading the head on its own. Every output is still one dot product.
+  const bool fold = r2 > 1 && x.ne[1] == 1;
+  const int64_t rows = fold ? r2 : dst.ne[1];
+  const int64_t batch_dim = fold ? w.ne[2] : dst.ne[2];
+  const Chunking ch = make_chunking(dst.ne[0], rows, batch_dim * dst.ne[3], p, args.nth);
   const int64_t per_batch = ch.count_m * ch.count_n;
   const Range chunks = split_range(ch.batches * per_batch, args.ith, args.nth);
   const int64_t ldo_w = static_cast<int64_t>(dst.nb[0] / sizeof(float));
-  const int64_t ldo_a = static_cast<int64_t>(dst.nb[1] / sizeof(float));
+  const int64_t ldo_a = static_cast<int64_t>(dst.nb[fold ? 2 : 1] / sizeof(float));
+  const size_t x_row = x.nb[fold ? 2 : 1];
   const size_t w_row = core::row_size(w.type, k);
 
   for (int64_t c = chunks.begin; c < chunks.end; ++c) {
     const int64_t batch = c / per_batch;
-    const int64_t i2 = batch % dst.ne[2];
-    const int64_t i3 = batch / dst.ne[2];
+    // The batch of the chunk's first activation row (with fold, rows run over batches).
+    const int64_t i2 = batch % batch_dim * (fold ? r2 : 1);
+    const int64_t i3 = batch / batch_dim;
     const int64_t m0 = (c % per_batch) / ch.count_n * ch.size_m;
     const int64_t n0 = (c % per_batch) % ch.count_n * ch.size_n;
     const int64_t m1 = std::min(dst.ne[0], m0 + ch.size_m);
-    const int64_t n1 = std::min(dst.ne[1], n0 + ch.size_n);
+    const int64_t n1 = std::min(rows, n0 + ch.size_n);
     const uint8_t* w_batch = w.row_ptr(0, i2 / r2, i3 / r3);
     const uint8_t* w_end = w_batch + static_cast<size_t>(w.ne[1]) * w.nb[1];
     const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
@@ -266,10 +296,11 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
       }
       for (int64_t ia = n0; ia < n1; ia += p.max_a) {
         const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
-        const uint8_t* ap = p.act_direct ? x.row_ptr(ia, i2, i3)
+        // Converted rows lie in (i3, i2, i1) order, so a fold's rows are consecutive too.
+        const uint8_t* ap = p.act_direct ? x.row_ptr(0, i2, i3) + ia * x_row
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
-        const size_t lda = p.act_direct ? x.nb[1] : p.act_row;
-        auto* out = reinterpret_cast<float*>(dst.row_ptr(ia, i2, i3) + iw * dst.nb[0]);
+        const size_t lda = p.act_direct ? x_row : p.act_row;
+        auto* out = reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
         p.tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
       }
     }
