@@ -192,7 +192,9 @@ TEST(WeightStreaming, EqualsTheResidentRunOnEveryLayout) {
 
 // Under -sm tensor every member streams its shards: the run equals the resident tensor split
 // (whose sums differ from the plain run's by the all-reduce order) bit for bit.
-TEST(WeightStreaming, UnderATensorSplitEqualsTheResidentTensorSplit) {
+class WeightStreamingTensorSplit : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WeightStreamingTensorSplit, EqualsTheResidentTensorSplit) {
   struct Case {
     const char* name;
     OpenParams p;
@@ -219,11 +221,12 @@ TEST(WeightStreaming, UnderATensorSplitEqualsTheResidentTensorSplit) {
       {"partial offload", partial, 2, PrefillOrder::kBanded, 1},
       {"KV paging", kv, 2, PrefillOrder::kBanded, 2},
   };
-  for (const char* model_name : {"stories260K", "synth256-q4_0", "synth256-q4_k", "synth256-f16"}) {
+  {
+    const std::string& model_name = GetParam();
     auto g = testing::load_golden(model_name, "park");
     if (!g) GTEST_SKIP() << "golden files not found";
     for (const Case& c : cases) {
-      SCOPED_TRACE(std::string(model_name) + ", " + c.name);
+      SCOPED_TRACE(c.name);
       std::vector<float> want;
       {
         Opened resident = open_or_fail(g->model_path, c.p, session_params());
@@ -255,6 +258,16 @@ TEST(WeightStreaming, UnderATensorSplitEqualsTheResidentTensorSplit) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(All, WeightStreamingTensorSplit,
+                         ::testing::Values("stories260K", "synth256-q4_0", "synth256-q4_k",
+                                           "synth256-f16"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& ch : n)
+                             ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
 
 TEST(WeightStreaming, MemBudgetRunsAModelLargerThanTheBudget) {
   auto g = testing::load_golden("synth256-f32", "park");
