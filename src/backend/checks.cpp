@@ -1,6 +1,7 @@
 #include "backend/checks.h"
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "backend/device.h"
@@ -45,10 +46,17 @@ Status check_host_copy(const core::Tensor& dst, const core::Tensor& src) {
   };
   if (dst.type != src.type || dst.ne != src.ne) return fail("types or shapes differ");
   if (!dst.is_contiguous() || !src.is_contiguous()) return fail("both must be contiguous");
-  if (!host_addressable(dst) || !host_addressable(src)) {
-    return fail("both must be in host-addressable memory");
-  }
+  if (!host_addressable(dst)) return fail("the destination must be in host-addressable memory");
   return {};
+}
+
+Status copy_to_host(core::Tensor& dst, const core::Tensor& src) {
+  if (host_addressable(src)) {
+    std::memmove(dst.data, src.data, dst.nbytes());
+    return {};
+  }
+  // Memory the host cannot address (another process's) is read through its buffer.
+  return static_cast<const memory::Buffer*>(src.buffer)->read(src, dst.data, 0, dst.nbytes());
 }
 
 Status check_event_owner(const Device& device, const Event& event) {

@@ -15,10 +15,13 @@ namespace strata::backend {
 /// [offset, offset + size) is not inside it.
 Status check_tensor_range(const core::Tensor& t, size_t offset, size_t size);
 
-/// For copy_async between host-addressable memories: both placed (kInternal otherwise),
-/// the same type and shape, both contiguous, both in memory the host can address
-/// (kInvalidArgument otherwise, naming both tensors).
+/// For copy_async into host-addressable memory: both placed (kInternal otherwise), the same
+/// type and shape, both contiguous, `dst` in memory the host can address (kInvalidArgument
+/// otherwise, naming both tensors). `src` may live anywhere: see copy_to_host.
 Status check_host_copy(const core::Tensor& dst, const core::Tensor& src);
+/// Copies all of `src` into `dst` (checked by check_host_copy): a memmove, or, from memory the
+/// host cannot address, its buffer's read().
+Status copy_to_host(core::Tensor& dst, const core::Tensor& src);
 
 /// For signal: kInvalidArgument unless `event` belongs to `device` or to a meta device (whose
 /// members signal its events).

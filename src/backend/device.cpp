@@ -12,6 +12,8 @@ std::string_view device_kind_name(DeviceKind kind) {
       return "gpu";
     case DeviceKind::kMeta:
       return "meta";
+    case DeviceKind::kRemote:
+      return "remote";
   }
   return "unknown";
 }

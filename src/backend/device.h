@@ -15,7 +15,8 @@
 
 namespace strata::backend {
 
-enum class DeviceKind { kCpu, kPartition, kGpu, kMeta };
+/// kRemote: a device of another process (an MPI rank), whose memory the host cannot address.
+enum class DeviceKind { kCpu, kPartition, kGpu, kMeta, kRemote };
 
 std::string_view device_kind_name(DeviceKind kind);
 

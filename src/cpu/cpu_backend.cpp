@@ -30,8 +30,7 @@ Status CpuBackend::get_async(const core::Tensor& t, void* dst, size_t offset, si
 
 Status CpuBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
   STRATA_RETURN_IF_ERROR(backend::check_host_copy(dst, src));
-  std::memmove(dst.data, src.data, dst.nbytes());
-  return {};
+  return backend::copy_to_host(dst, src);
 }
 
 Status CpuBackend::signal(backend::Event& event, uint64_t value) {

@@ -8,6 +8,7 @@
 #include "backend/device.h"
 #include "cpu/graph_compute.h"
 #include "devices/cpu_topology.h"
+#include "memory/buffer.h"
 
 namespace strata::devices {
 
@@ -42,6 +43,10 @@ Status PartitionBackend::get_async(const core::Tensor& t, void* dst, size_t offs
 
 Status PartitionBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
   STRATA_RETURN_IF_ERROR(backend::check_host_copy(dst, src));
+  if (src.buffer != nullptr && !static_cast<const memory::Buffer*>(src.buffer)->is_host()) {
+    queue_.push([&dst, &src](std::stop_token) { return backend::copy_to_host(dst, src); });
+    return {};
+  }
   push_copy(dst.data, src.data, dst.nbytes());
   return {};
 }

@@ -12,7 +12,7 @@ namespace strata::devices {
 
 PartitionDevice::PartitionDevice(PartitionSpec spec)
     : spec_(std::move(spec)),
-      name_("part:" + std::to_string(spec_.index)),
+      name_(spec_.name.empty() ? "part:" + std::to_string(spec_.index) : spec_.name),
       buffer_type_(name_, spec_.budget, spec_.numa_node) {}
 
 PartitionDevice::~PartitionDevice() = default;

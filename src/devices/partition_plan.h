@@ -15,6 +15,7 @@ struct PartitionSpec {
   std::vector<int> cores;  ///< logical CPUs, at least one; its worker team has one thread each
   int numa_node = -1;      ///< node its memory comes from; -1: not bound (one-node machine)
   size_t budget = 0;       ///< bytes it may allocate; 0: no budget beyond the host's memory
+  std::string name;        ///< its device name; empty: "part:N"
 };
 
 /// Splits the cores this process may use into `n` partitions of `budget` bytes each. Cores

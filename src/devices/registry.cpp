@@ -23,6 +23,7 @@ struct Registry {
   std::mutex mutex;
   std::vector<std::unique_ptr<PartitionSet>> sets;
   PartitionSet* current = nullptr;
+  std::vector<std::pair<backend::Device*, DeviceInfo>> added;
 };
 
 Registry& registry() {
@@ -42,7 +43,15 @@ std::vector<backend::Device*> known_devices(const Registry& r) {
   if (r.current != nullptr) {
     for (const auto& d : r.current->devices) out.push_back(d.get());
   }
+  for (const auto& [d, info] : r.added) out.push_back(d);
   return out;
+}
+
+const DeviceInfo* added_info(const Registry& r, const backend::Device* d) {
+  for (const auto& [dev, info] : r.added) {
+    if (dev == d) return &info;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -68,6 +77,12 @@ Result<std::vector<backend::Device*>> make_partitions(int n, size_t budget_bytes
   return pointers(*r.current);
 }
 
+void add_devices(std::vector<std::pair<backend::Device*, DeviceInfo>> devices) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto& d : devices) r.added.push_back(std::move(d));
+}
+
 Result<std::vector<backend::Device*>> parse_device_list(std::string_view list) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -87,6 +102,11 @@ Result<std::vector<backend::Device*>> parse_device_list(std::string_view list) {
     for (backend::Device* d : known) {
       if (d->name() == name) found = d;
       names += (names.empty() ? "" : ", ") + std::string(d->name());
+    }
+    if (found == nullptr && name.rfind("mpi:", 0) == 0 && names.find("mpi:") == std::string::npos) {
+      return error(ErrorCode::kInvalidArgument,
+                   "device '" + std::string(name) +
+                       "' is an MPI rank's: start strata under mpirun (mpirun -np N strata ...)");
     }
     if (found == nullptr) {
       return error(ErrorCode::kInvalidArgument,
@@ -108,6 +128,11 @@ std::vector<DeviceInfo> list_devices() {
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<DeviceInfo> out;
   for (backend::Device* d : known_devices(r)) {
+    if (const DeviceInfo* added = added_info(r, d)) {
+      out.push_back(*added);
+      out.back().memory = d->memory();
+      continue;
+    }
     DeviceInfo info;
     info.name = std::string(d->name());
     info.kind = d->kind();

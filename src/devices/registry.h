@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/device.h"
@@ -18,9 +19,17 @@ namespace strata::devices {
 /// the same devices, asking for another layout makes a new set (the old one stays alive).
 Result<std::vector<backend::Device*>> make_partitions(int n, size_t budget_bytes);
 
+struct DeviceInfo;
+
+/// Adds devices made by a layer above (an MPI rank's, "mpi:R"), known to parse_device_list
+/// and list_devices from then on, after the host's and the partitions. The caller keeps them
+/// alive for the rest of the process.
+void add_devices(std::vector<std::pair<backend::Device*, DeviceInfo>> devices);
+
 /// Resolves a comma-separated list of device names ("part:0,part:1", "cpu") against the host
-/// and the current partitions. kInvalidArgument for an empty list, an unknown name (listing
-/// the known ones) or a name given twice.
+/// the current partitions and the added devices. kInvalidArgument for an empty list, an
+/// unknown name (listing the known ones) or a name given twice; an "mpi:" name in a process
+/// that has no MPI devices says it needs mpirun.
 Result<std::vector<backend::Device*>> parse_device_list(std::string_view list);
 
 /// One device as `strata devices` shows it.
@@ -32,9 +41,10 @@ struct DeviceInfo {
   std::vector<int> cores;  ///< logical CPUs it computes on
   int numa_node = -1;      ///< -1: not bound to a node
   backend::DeviceCaps caps;
+  std::string where;  ///< for another process's device: "rank 1 on host-a"; else empty
 };
 
-/// The host, then the current partitions.
+/// The host, the current partitions, then the added devices.
 std::vector<DeviceInfo> list_devices();
 
 }  // namespace strata::devices

@@ -12,6 +12,7 @@
 #include "gguf/file.h"
 #include "meta/meta_device.h"
 #include "model/arch/hparams.h"
+#include "mpi/cluster.h"
 
 namespace strata::engine {
 namespace {
@@ -178,6 +179,8 @@ Result<OpenedModel> open_checked(const std::string& path, const OpenParams& aske
     auto hp = model::read_hparams(*file);
     if (!hp.ok()) return hp.status();
     n_layer = hp->n_layer;
+    // Other ranks read their shards of the weights from their own copy of the file.
+    STRATA_RETURN_IF_ERROR(mpi::check_same_file(path, file->data_section_offset()));
     if (session != nullptr) {
       STRATA_RETURN_IF_ERROR(check_session(*hp, with_execution(params, *session),
                                            devices::host_device().memory().total));

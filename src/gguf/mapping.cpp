@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "memory/file_regions.h"
+
 namespace strata::gguf {
 namespace {
 
@@ -51,6 +53,8 @@ Result<Mapping> Mapping::map_file(const std::string& path) {
 
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (p == MAP_FAILED) return os_error("cannot map", path, errno);
+  // Devices with a copy of the file of their own read weights there instead of receiving them.
+  memory::remember_file_mapping(p, size, path);
   return Mapping(static_cast<const uint8_t*>(p), size);
 }
 
@@ -71,7 +75,10 @@ Mapping::~Mapping() {
 }
 
 void Mapping::reset() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ != nullptr) {
+    memory::forget_file_mapping(data_);
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
   data_ = nullptr;
   size_ = 0;
 }

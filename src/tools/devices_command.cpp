@@ -67,6 +67,7 @@ int devices_command(const std::vector<std::string>& args) {
                 std::string(backend::device_kind_name(d.kind)).c_str(), describe_memory(d).c_str(),
                 d.cores.size(), devices::format_cpu_list(d.cores).c_str(), node.c_str(),
                 describe_caps(d.caps).c_str());
+    if (!d.where.empty()) std::printf("         %s\n", d.where.c_str());
   }
   std::string sets;
   for (const cpu::KernelSetInfo& k : cpu::kernel_sets()) {

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <vector>
 
+#include "mpi/cluster.h"
 #include "tools/commands.h"
 #include "tools/output.h"
 
@@ -53,6 +54,10 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun every rank but 0 serves its CPU to rank 0 instead of running the command.
+  auto served = strata::mpi::start(&argc, &argv);
+  if (!served.ok()) return strata::tools::report_error("mpi", served.status());
+  if (served->has_value()) return **served;
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -76,5 +81,6 @@ int main(int argc, char** argv) {
     if (rc == 0) rc = strata::tools::report_error(cmd.c_str(), st);
   }
   if (!strata::tools::stderr_ok() && rc == 0) rc = 1;
+  strata::mpi::stop();
   return rc;
 }

@@ -1,0 +1,38 @@
+#include "mpi/remote_device.h"
+
+#include <system_error>
+
+#include "backend/host_event.h"
+#include "devices/host_device.h"
+#include "mpi/remote_backend.h"
+
+namespace strata::mpi {
+
+RemoteDevice::RemoteDevice(int rank, const Hello& hello)
+    : rank_(rank),
+      hello_(hello),
+      name_("mpi:" + std::to_string(rank)),
+      buffer_type_(rank, name_, hello.memory_free) {}
+
+backend::DeviceMemory RemoteDevice::memory() const {
+  return {buffer_type_.free_bytes(), hello_.memory_total};
+}
+
+bool RemoteDevice::supports_op(const core::Tensor& node) const {
+  return devices::host_device().supports_op(node);
+}
+
+Result<std::unique_ptr<backend::Backend>> RemoteDevice::make_backend(
+    const backend::BackendOptions& options) {
+  try {
+    return std::unique_ptr<backend::Backend>(new RemoteBackend(*this, options.wait_timeout));
+  } catch (const std::system_error& e) {
+    return error(ErrorCode::kOutOfMemory, name_ + ": cannot start the queue thread: " + e.what());
+  }
+}
+
+Result<std::unique_ptr<backend::Event>> RemoteDevice::make_event() {
+  return std::unique_ptr<backend::Event>(std::make_unique<backend::HostEvent>(*this));
+}
+
+}  // namespace strata::mpi

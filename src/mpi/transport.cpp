@@ -1,0 +1,267 @@
+#include "mpi/transport.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if STRATA_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace strata::mpi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A rank silent this long is dead: heartbeats come every 200 ms, so this is many missed
+// beats, and still well inside the 10 s a user waits for a failed rank to be named.
+constexpr auto kSilence = std::chrono::seconds(4);
+
+// Largest piece of one message (MPI counts are int).
+constexpr size_t kPiece = size_t{1} << 30;
+
+struct State {
+  std::atomic<bool> initialized{false};
+  int rank = 0;
+  int size = 1;
+  std::atomic<int> tag{100};
+  std::mutex mutex;  // guards the two below
+  std::vector<Clock::time_point> last_heard;
+  std::vector<bool> dead;
+  std::atomic<bool> any_dead{false};
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+// Polls with a short spin, then sleeps growing to 1 ms: a rank waiting for another must not
+// take the core that rank computes on when they share one.
+class Backoff {
+ public:
+  void pause() {
+    if (++spins_ < 64) {
+      std::this_thread::yield();
+      return;
+    }
+    std::this_thread::sleep_for(sleep_);
+    sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(1000));
+  }
+
+ private:
+  int spins_ = 0;
+  std::chrono::microseconds sleep_{20};
+};
+
+Status dead_error(int r) {
+  return error(
+      ErrorCode::kIo,
+      "mpi:" + std::to_string(r) + ": rank " + std::to_string(r) +
+          " stopped answering (nothing heard from it for " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kSilence).count()) +
+          " s)");
+}
+
+#if STRATA_HAVE_MPI
+Status mpi_error(const char* what, int peer, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
+  return error(ErrorCode::kIo, std::string("mpi: ") + what + " rank " + std::to_string(peer) +
+                                   " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+// Waits for `req`, failing when `peer` dies first (a receive from a dead rank never ends).
+Status wait_request(MPI_Request& req, int peer, const char* what) {
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return mpi_error(what, peer, rc);
+    if (done) return {};
+    if (peer >= 0 && state().any_dead.load()) {
+      if (Status st = alive(peer); !st.ok()) return st;
+    }
+    backoff.pause();
+  }
+}
+#endif
+
+}  // namespace
+
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+#if STRATA_HAVE_MPI
+
+Status init(int* argc, char*** argv) {
+  State& s = state();
+  if (s.initialized) return {};
+  int provided = 0;
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    return error(ErrorCode::kUnsupported, "mpi: initialisation failed");
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    return error(ErrorCode::kUnsupported,
+                 "mpi: this MPI library does not support MPI_THREAD_MULTIPLE");
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &s.size);
+  s.last_heard.assign(static_cast<size_t>(s.size), Clock::now());
+  s.dead.assign(static_cast<size_t>(s.size), false);
+  s.initialized = true;
+  return {};
+}
+
+void finalize() {
+  State& s = state();
+  if (!s.initialized) return;
+  s.initialized = false;
+  // Finalize waits for every rank; with one dead it would never return.
+  if (!s.any_dead) MPI_Finalize();
+}
+
+std::string host_name() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  if (MPI_Get_processor_name(name, &len) != MPI_SUCCESS) return "?";
+  return std::string(name, static_cast<size_t>(len));
+}
+
+Status send(int to, int tag, const void* data, size_t n) {
+  if (Status st = alive(to); !st.ok()) return st;
+  const auto* p = static_cast<const uint8_t*>(data);
+  do {
+    const size_t piece = std::min(n, kPiece);
+    MPI_Request req;
+    const int rc = MPI_Isend(p, static_cast<int>(piece), MPI_BYTE, to, tag, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) return mpi_error("send to", to, rc);
+    STRATA_RETURN_IF_ERROR(wait_request(req, to, "send to"));
+    p += piece;
+    n -= piece;
+  } while (n > 0);
+  return {};
+}
+
+Status recv(int from, int tag, void* data, size_t n) {
+  auto* p = static_cast<uint8_t*>(data);
+  do {
+    const size_t piece = std::min(n, kPiece);
+    MPI_Request req;
+    const int rc = MPI_Irecv(p, static_cast<int>(piece), MPI_BYTE, from, tag, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) return mpi_error("receive from", from, rc);
+    STRATA_RETURN_IF_ERROR(wait_request(req, from, "receive from"));
+    p += piece;
+    n -= piece;
+  } while (n > 0);
+  return {};
+}
+
+Result<bool> recv_any(int tag, void* data, size_t n, int* from, const std::function<bool()>& idle) {
+  MPI_Request req;
+  int rc =
+      MPI_Irecv(data, static_cast<int>(n), MPI_BYTE, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &req);
+  if (rc != MPI_SUCCESS) return mpi_error("receive from", -1, rc);
+  auto last_idle = Clock::now();
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    MPI_Status status;
+    rc = MPI_Test(&req, &done, &status);
+    if (rc != MPI_SUCCESS) return mpi_error("receive from", -1, rc);
+    if (done) {
+      *from = status.MPI_SOURCE;
+      return true;
+    }
+    if (Clock::now() - last_idle > std::chrono::milliseconds(50)) {
+      last_idle = Clock::now();
+      if (!idle()) {
+        if (MPI_Cancel(&req) == MPI_SUCCESS) MPI_Wait(&req, MPI_STATUS_IGNORE);
+        return false;
+      }
+    }
+    backoff.pause();
+  }
+}
+
+#else  // built without MPI
+
+Status init(int*, char***) {
+  return error(ErrorCode::kUnsupported,
+               "mpi: this strata was built without MPI (install libopenmpi-dev and rebuild)");
+}
+void finalize() {}
+std::string host_name() {
+  return "?";
+}
+Status send(int, int, const void*, size_t) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
+Status recv(int, int, void*, size_t) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
+Result<bool> recv_any(int, void*, size_t, int*, const std::function<bool()>&) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
+#endif
+
+bool initialized() {
+  return state().initialized;
+}
+int rank() {
+  return state().rank;
+}
+int size() {
+  return state().size;
+}
+
+int next_tag() {
+  // Tags 100..30099 rotate: a tag is only reused long after its exchange has ended, and
+  // messages between two ranks never overtake each other anyway.
+  return 100 + state().tag.fetch_add(1) % 30000;
+}
+
+void heard_from(int r) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (r >= 0 && static_cast<size_t>(r) < s.last_heard.size())
+    s.last_heard[static_cast<size_t>(r)] = Clock::now();
+}
+
+Status alive(int r) {
+  State& s = state();
+  if (!s.any_dead) return {};
+  std::lock_guard lock(s.mutex);
+  if (r >= 0 && static_cast<size_t>(r) < s.dead.size() && s.dead[static_cast<size_t>(r)])
+    return dead_error(r);
+  return {};
+}
+
+std::vector<int> find_dead() {
+  State& s = state();
+  std::vector<int> out;
+  std::lock_guard lock(s.mutex);
+  const auto now = Clock::now();
+  for (size_t r = 1; r < s.last_heard.size(); ++r) {
+    if (!s.dead[r] && now - s.last_heard[r] > kSilence) {
+      s.dead[r] = true;
+      s.any_dead = true;
+      out.push_back(static_cast<int>(r));
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::mpi
