@@ -1,0 +1,192 @@
+// strata under mpirun: ranks as devices give the single-process text, refuse a rank that sees
+// another model file, and report a rank that dies or stops answering. Every run stays on this
+// machine (shared memory, or TCP over loopback); without mpirun the tests are skipped.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+
+namespace strata::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kGreedy = " -p 'Once upon a time' -n 24 --temp 0";
+
+bool have_mpirun() {
+  return run_script("command -v mpirun >/dev/null 2>&1").exit_code == 0;
+}
+
+// mpirun as root needs --allow-run-as-root; more ranks than cores need --oversubscribe.
+std::string mpirun(int ranks, const std::string& transport = "--mca btl self,vader") {
+  return "timeout 120 mpirun --allow-run-as-root --oversubscribe " + transport + " -np " +
+         std::to_string(ranks) + " ";
+}
+
+const std::string kLoopbackTcp = "--mca btl self,tcp --mca btl_tcp_if_include lo";
+
+std::string text_of(const std::string& prefix, const std::string& args) {
+  return run_script(prefix + std::string(STRATA_BIN) + " " + args + " 2>/dev/null").out;
+}
+
+class MpiCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_mpirun()) GTEST_SKIP() << "mpirun not installed";
+    if (!have_stories()) GTEST_SKIP() << "no stories260K";
+  }
+};
+
+TEST_F(MpiCli, DevicesListsEveryRank) {
+  const Outcome o = run_script(mpirun(3) + STRATA_BIN + " devices 2>&1");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpi:0"));
+  EXPECT_THAT(o.out, HasSubstr("mpi:1"));
+  EXPECT_THAT(o.out, HasSubstr("mpi:2"));
+  EXPECT_THAT(o.out, HasSubstr("rank 2 on "));
+}
+
+TEST_F(MpiCli, LayerSplitGivesThePlainText) {
+  const std::string plain = text_of("", "run -m " + kStories + kGreedy);
+  ASSERT_THAT(plain, HasSubstr("Once upon a time"));
+  struct Case {
+    int ranks;
+    std::string layout;
+  };
+  for (const Case& c : std::vector<Case>{
+           {2, " --devices mpi:0,mpi:1 -sm layer -ngl 99"},
+           {3, " --devices mpi:0,mpi:1,mpi:2 -sm layer -ngl 99"},
+           {3, " --devices mpi:1,mpi:2 -sm layer -ngl 3"},
+           {2, " --devices mpi:0,mpi:1 -sm layer -ngl 99 --no-kv-offload"},
+           {2, " --devices mpi:1 -ngl 2"},
+       }) {
+    EXPECT_EQ(text_of(mpirun(c.ranks), "run -m " + kStories + kGreedy + c.layout), plain)
+        << c.ranks << " ranks:" << c.layout;
+  }
+}
+
+TEST_F(MpiCli, LoopbackTcpGivesThePlainText) {
+  const std::string plain = text_of("", "run -m " + kStories + kGreedy);
+  EXPECT_EQ(text_of(mpirun(2, kLoopbackTcp),
+                    "run -m " + kStories + kGreedy + " --devices mpi:0,mpi:1 -ngl 99"),
+            plain);
+}
+
+TEST_F(MpiCli, MpiDevicesWithoutMpirunAreAnError) {
+  const Outcome o = run("run -m " + kStories + " -p hi -n 2 --devices mpi:0,mpi:1");
+  EXPECT_EQ(o.exit_code, 2) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpirun"));
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+}
+
+TEST_F(MpiCli, UnknownRankIsAnError) {
+  const Outcome o = run_script(mpirun(2) + STRATA_BIN + " run -m " + kStories +
+                               " -p hi -n 2 --devices mpi:0,mpi:5 2>&1");
+  EXPECT_NE(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpi:5"));
+}
+
+// Each rank opens the path rank 0 was given, from its own working directory (mpirun's
+// --wdir per rank): a rank that finds another file there is refused before anything runs.
+TEST_F(MpiCli, RankWithAnotherModelFileIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(STRATA_TEST_TMPDIR) / "mpi_other_file";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  fs::create_directories(dir / "c");
+  fs::create_symlink(kStories, dir / "a" / "model.gguf");
+  fs::create_symlink(kStories, dir / "b" / "model.gguf");
+  fs::create_symlink(std::string(STRATA_SHARED_DIR) + "/models/stories260K-f16.gguf",
+                     dir / "c" / "model.gguf");
+  const std::string base =
+      "timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl "
+      "self,vader ";
+  auto rank = [&](const std::string& wdir) {
+    return "-np 1 --wdir " + (dir / wdir).string() + " " + STRATA_BIN +
+           " run -m model.gguf -p hi -n 2 --devices mpi:0,mpi:1 -ngl 99";
+  };
+  const Outcome same = run_script(base + rank("a") + " : " + rank("b") + " 2>&1");
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  const Outcome other = run_script(base + rank("a") + " : " + rank("c") + " 2>&1");
+  EXPECT_NE(other.exit_code, 0) << other.out;
+  EXPECT_THAT(other.out, HasSubstr("mpi:1 (rank 1) does not see the same 'model.gguf'"));
+  fs::remove(dir / "c" / "model.gguf");
+  const Outcome missing = run_script(base + rank("a") + " : " + rank("c") + " 2>&1");
+  EXPECT_NE(missing.exit_code, 0) << missing.out;
+  EXPECT_THAT(missing.out, HasSubstr("mpi:1 (rank 1)"));
+  fs::remove_all(dir);
+}
+
+// Rank 1 under a small address-space limit cannot hold the KV cache it is given: rank 0 says
+// so the way it does for any device short of memory.
+TEST_F(MpiCli, RemoteAllocationFailureIsOutOfMemory) {
+  const std::string base =
+      "timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl "
+      "self,vader ";
+  const std::string args = " run -m " + kStories + " -p hi -n 2 -c 60000 --devices mpi:1 -ngl 99";
+  const Outcome o =
+      run_script(base + "-np 1 " + STRATA_BIN + args +
+                 " : -np 1 bash -c 'ulimit -v 1500000; exec " + STRATA_BIN + args + "' 2>&1");
+  EXPECT_NE(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpi:1: cannot allocate")) << o.out;
+  EXPECT_THAT(o.out, Not(HasSubstr("terminate called"))) << o.out;
+}
+
+// A generation that runs long enough to be interrupted: rank 1 is stopped (SIGSTOP: it stays
+// alive but silent, which mpirun cannot see) or killed, and rank 0 must end with a line that
+// names it within ten seconds (the whole run takes about twenty). --enable-recovery keeps
+// mpirun from ending the job itself when a rank dies, so what is tested is strata's own
+// detection; a stopped rank is ended by mpirun once rank 0 exits with an error.
+Outcome interrupt_rank_1(const std::string& signal, const std::string& marker,
+                         const std::string& mpirun_flags, double* seconds_after) {
+  const std::string run_cmd = mpirun(2) + mpirun_flags + " " + STRATA_BIN + " run -m " + kStories +
+                              " -p '" + marker + "' -n 8000 -c 8192 --devices mpi:0,mpi:1 -ngl 99";
+  // The rank's process is the strata whose environment says rank 1 and whose command line
+  // carries this test's marker.
+  const std::string find_rank_1 =
+      "for p in $(pgrep -f -- '" + marker +
+      "'); do if tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx "
+      "'OMPI_COMM_WORLD_RANK=1' && [ \"$(cat /proc/$p/comm)\" = strata ]; then echo $p; fi; "
+      "done";
+  const std::string script =
+      "(" + run_cmd + " > /dev/null 2> " + STRATA_TEST_TMPDIR + "/" + marker + ".err; echo $? > " +
+      STRATA_TEST_TMPDIR + "/" + marker + ".rc) & sleep 3; victim=$(" + find_rank_1 +
+      "); [ -n \"$victim\" ] || echo no-victim; echo T0 $(date +%s.%N); kill -" + signal +
+      " $victim; wait; echo T1 $(date +%s.%N); kill -9 $victim "
+      "2>/dev/null;" +
+      " cat " + STRATA_TEST_TMPDIR + "/" + marker + ".rc " + STRATA_TEST_TMPDIR + "/" + marker +
+      ".err";
+  Outcome o = run_script(script);
+  auto time_after = [&o](const std::string& tag) {
+    const size_t at = o.out.find(tag);
+    return at == std::string::npos ? 0.0 : std::stod(o.out.substr(at + tag.size()));
+  };
+  *seconds_after = time_after("T1 ") - time_after("T0 ");
+  return o;
+}
+
+TEST_F(MpiCli, StoppedRankIsReportedWithinTenSeconds) {
+  double seconds = 0;
+  const Outcome o = interrupt_rank_1("STOP", "mpi-stop-marker", "", &seconds);
+  EXPECT_THAT(o.out, Not(HasSubstr("no-victim")));
+  EXPECT_LT(seconds, 10.0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("rank 1 stopped answering")) << o.out;
+}
+
+TEST_F(MpiCli, KilledRankIsReportedWithinTenSeconds) {
+  double seconds = 0;
+  const Outcome o = interrupt_rank_1("KILL", "mpi-kill-marker", "--enable-recovery", &seconds);
+  EXPECT_THAT(o.out, Not(HasSubstr("no-victim")));
+  EXPECT_LT(seconds, 10.0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("rank 1")) << o.out;
+}
+
+}  // namespace
+}  // namespace strata::testing
