@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "memory/buffer.h"
 #include "meta/expansion_builder.h"
 
 namespace strata::meta {
@@ -35,6 +36,8 @@ Builder::Builder(const MetaDevice& dev, Expansion& x) : dev_(dev), x_(x), n_(dev
   seen_.assign(static_cast<size_t>(n_), std::vector<uint32_t>(static_cast<size_t>(n_), 0));
   dirty_.assign(static_cast<size_t>(n_), false);
   held_.resize(static_cast<size_t>(n_));
+  copies_.resize(static_cast<size_t>(n_));
+  for (backend::Device* m : dev.members()) host_.push_back(m->caps().host_buffers);
 }
 
 Status Builder::run(const core::Graph& g) {
@@ -110,6 +113,49 @@ void Builder::need_writers(int d, const Tensor* storage) {
   for (int w : it->second) need(d, w);
 }
 
+void Builder::step(int d, Step s) {
+  flush(d);
+  work(d).steps.push_back(std::move(s));
+  dirty_[static_cast<size_t>(d)] = true;
+}
+
+bool Builder::reaches(int d, const Tensor* t) const {
+  const Tensor* storage = core::storage_of(t);
+  for (int e = 0; e < n_; ++e) {
+    if (x_.members[static_cast<size_t>(e)].owned.count(storage) != 0) {
+      return e == d || (host_[static_cast<size_t>(d)] && host_[static_cast<size_t>(e)]);
+    }
+  }
+  const auto* buffer = static_cast<const memory::Buffer*>(storage->buffer);
+  if (host_[static_cast<size_t>(d)]) return buffer == nullptr || buffer->is_host();
+  return buffer != nullptr &&
+         buffer->type() == &dev_.members()[static_cast<size_t>(d)]->buffer_type();
+}
+
+Tensor* Builder::reachable(int d, Tensor* t) {
+  if (reaches(d, t)) return t;
+  auto* storage = const_cast<Tensor*>(core::storage_of(t));
+  Tensor*& copy = copies_[static_cast<size_t>(d)][storage];
+  if (copy == nullptr) {
+    copy = track(d, ctx(d).new_tensor(storage->type, storage->ne, storage->name + "#copy"));
+    Step s;
+    s.kind = Step::Kind::kCopy;
+    s.dst = copy;
+    s.src = storage;
+    step(d, std::move(s));
+  }
+  if (t == storage) return copy;
+  // The same view of the copy (views may read their storage's bytes as another type).
+  Tensor* v = ctx(d).new_tensor(t->type, t->ne, t->name + "#copy");
+  v->op = Op::kView;
+  v->nb = t->nb;
+  v->src[0] = copy;
+  v->view_src = copy;
+  for (const Tensor* u = t; u->view_src != nullptr; u = u->view_src)
+    v->view_offset += u->view_offset;
+  return track(d, v);
+}
+
 Dist Builder::whole(Tensor* t) const {
   Dist x;
   x.whole = true;
@@ -119,8 +165,9 @@ Dist Builder::whole(Tensor* t) const {
 
 Tensor* Builder::use(const Dist& x, int d) {
   Tensor* t = x.shard[static_cast<size_t>(d)];
-  if (x.whole) need_writers(d, core::storage_of(t));
-  return t;
+  if (!x.whole) return t;
+  need_writers(d, core::storage_of(t));
+  return reachable(d, t);
 }
 
 Dist& Builder::of(Tensor* s) {
@@ -148,6 +195,22 @@ Dist& Builder::of(Tensor* s) {
 
 void Builder::write_into(int d, Tensor* t, const core::Shape& ne, const core::Strides& nb,
                          size_t offset, Tensor* src) {
+  if (!reaches(d, t)) {
+    // Computed into the member's own memory, then copied out row by row.
+    Tensor* c = ctx(d).new_tensor(t->type, ne, t->name + "#whole");
+    c->op = Op::kCpy;
+    c->src[0] = src;
+    emit(d, c);
+    Step s;
+    s.kind = Step::Kind::kCopyOut;
+    s.dst = t;
+    s.src = c;
+    s.offset = offset;
+    s.ne = ne;
+    s.nb = nb;
+    step(d, std::move(s));
+    return;
+  }
   Tensor* c = ctx(d).new_tensor(t->type, ne, t->name + "#whole");
   c->op = Op::kCpy;
   c->nb = nb;
@@ -187,12 +250,14 @@ void Builder::materialize(Tensor* t) {
     }
   }
   written_.insert(t);
+  for (auto& copies : copies_) copies.erase(t);
   x_.log += "meta: " + t->name + " " + shape_text(*t) + " made whole\n";
 }
 
 void Builder::reduce(Tensor* t) {
   Dist& x = of(t);
-  if (n_ >= 3 && t->nbytes() >= kScatterBytes && t->type == core::Type::kF32 &&
+  const bool shared = std::all_of(host_.begin(), host_.end(), [](bool h) { return h; });
+  if (shared && n_ >= 3 && t->nbytes() >= kScatterBytes && t->type == core::Type::kF32 &&
       std::all_of(x.shard.begin(), x.shard.end(),
                   [](const Tensor* p) { return p->is_contiguous(); })) {
     reduce_scatter_gather(t, x);
@@ -204,8 +269,10 @@ void Builder::reduce(Tensor* t) {
     Tensor* acc = nullptr;
     for (int e = 0; e < n_; ++e) {
       Tensor* p = x.shard[static_cast<size_t>(e)];
-      // Read through a view, so the sum never overwrites a partial in place.
-      Tensor* pv = track(d, core::view(ctx(d), p, p->ne, p->nb, 0));
+      // Read through a view, so the sum never overwrites a partial in place; a partial the
+      // member cannot address is copied over first.
+      Tensor* pv =
+          reaches(d, p) ? track(d, core::view(ctx(d), p, p->ne, p->nb, 0)) : reachable(d, p);
       if (acc == nullptr) {
         acc = pv;
         continue;

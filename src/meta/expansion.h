@@ -10,6 +10,7 @@
 
 #include "core/context.h"
 #include "core/graph.h"
+#include "core/ops.h"
 #include "core/status.h"
 
 namespace strata::meta {
@@ -22,11 +23,18 @@ struct Step {
     kCompute,  ///< run `graph` (shard nodes)
     kSignal,   ///< raise the member's own event by one (its index-th signal of the run)
     kWait,     ///< wait for member `other`'s index-th signal of the run
+    kCopy,     ///< copy all of `src` (memory the member cannot address) into its own `dst`
+    kCopyOut,  ///< copy the member's contiguous `src` into `dst` at `offset`, laid out as ne/nb
   };
   Kind kind = Kind::kCompute;
   core::Graph graph;
   int other = -1;
   uint32_t index = 0;
+  core::Tensor* dst = nullptr;
+  core::Tensor* src = nullptr;
+  size_t offset = 0;
+  core::Shape ne{};
+  core::Strides nb{};
 };
 
 struct MemberWork {

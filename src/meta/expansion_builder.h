@@ -96,6 +96,15 @@ class Builder {
   void need_all(int d);
   void release(int d);
   void need_writers(int d, const Tensor* storage);
+  // Queues a step of member d (not compute) after its pending compute.
+  void step(int d, Step s);
+
+  // --- Members that cannot address each other's memory (another process's) ----------------
+  // Whether member d can read and write t's bytes where they are.
+  bool reaches(int d, const Tensor* t) const;
+  // `t` for member d: t itself where d reaches it, otherwise the same view of a copy of its
+  // storage in d's memory, made (once per version of that storage) by a copy step.
+  Tensor* reachable(int d, Tensor* t);
 
   // --- States ------------------------------------------------------------------------------
   Dist whole(Tensor* t) const;
@@ -167,6 +176,10 @@ class Builder {
   std::vector<bool> dirty_;
   // Per member, memory other members may still be reading.
   std::vector<std::vector<Tensor*>> held_;
+  // Per member: whether it addresses host memory (and so every member that does), and its
+  // copies of storage it does not reach, until that storage is written again.
+  std::vector<bool> host_;
+  std::vector<std::unordered_map<const Tensor*, Tensor*>> copies_;
 };
 
 }  // namespace strata::meta::detail

@@ -1,9 +1,11 @@
 #include "meta/meta_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/types.h"
 #include "meta/expansion.h"
 #include "meta/meta_device.h"
 
@@ -181,6 +183,10 @@ Status MetaBackend::queue_steps(const Expansion& x, const std::vector<uint64_t>&
         const Step& s = steps[next[d]];
         if (s.kind == Step::Kind::kCompute) {
           STRATA_RETURN_IF_ERROR(b.compute_async(s.graph));
+        } else if (s.kind == Step::Kind::kCopy) {
+          STRATA_RETURN_IF_ERROR(b.copy_async(*s.dst, *s.src));
+        } else if (s.kind == Step::Kind::kCopyOut) {
+          STRATA_RETURN_IF_ERROR(copy_out(b, s));
         } else if (s.kind == Step::Kind::kSignal) {
           STRATA_RETURN_IF_ERROR(b.signal(*events_[d], base[d] + s.index));
           queued[d] = s.index;
@@ -196,6 +202,37 @@ Status MetaBackend::queue_steps(const Expansion& x, const std::vector<uint64_t>&
     if (!progress) {
       return error(ErrorCode::kInternal, "tensor split: a member waits for a signal never queued");
     }
+  }
+}
+
+// The destination's rows (runs of dense bytes) are read from the contiguous source in order.
+Status MetaBackend::copy_out(backend::Backend& b, const Step& s) {
+  const core::Tensor& src = *s.src;
+  size_t run = core::row_size(src.type, s.ne[0]);
+  size_t dense = 1;  // dimensions [0, dense) form one run in the destination
+  if (s.nb[0] != core::type_size(src.type)) dense = 0;
+  while (dense > 0 && dense < core::kMaxDims && s.nb[dense] == run) {
+    run *= static_cast<size_t>(s.ne[dense]);
+    ++dense;
+  }
+  if (dense == 0) {
+    return error(ErrorCode::kUnsupported, "tensor split: cannot copy '" + src.name +
+                                              "' out to a destination without dense rows");
+  }
+  auto* base = static_cast<uint8_t*>(s.dst->data) + s.offset;
+  size_t from = 0;
+  std::array<int64_t, core::kMaxDims> i{};
+  for (;;) {
+    size_t at = 0;
+    for (size_t k = dense; k < core::kMaxDims; ++k) at += static_cast<size_t>(i[k]) * s.nb[k];
+    STRATA_RETURN_IF_ERROR(b.get_async(src, base + at, from, run));
+    from += run;
+    size_t k = dense;
+    for (; k < core::kMaxDims; ++k) {
+      if (++i[k] < s.ne[k]) break;
+      i[k] = 0;
+    }
+    if (k == core::kMaxDims) return {};
   }
 }
 

@@ -13,6 +13,7 @@ namespace strata::meta {
 
 class MetaDevice;
 struct Expansion;
+struct Step;
 
 /// compute_async expands a graph once per shape (see expansion.h), places each member's part
 /// in that member's own compute buffer (sized for its shards), and queues it on the member's
@@ -48,6 +49,8 @@ class MetaBackend final : public backend::Backend {
   Status queue_steps(const Expansion& x, const std::vector<uint64_t>& base,
                      std::vector<uint32_t>& queued);
   void report_compute_bytes();
+  // A kCopyOut step: the member's tensor copied into the destination's rows.
+  static Status copy_out(backend::Backend& b, const Step& s);
 
   MetaDevice* device_;
   std::vector<std::unique_ptr<backend::Backend>> members_;

@@ -166,7 +166,14 @@ const Sharded* MetaBuffer::aliased_by(const core::Tensor& t, const Sharded& s) c
 void MetaBuffer::zero() {
   for (const core::Tensor* t : placed_) {
     if (const Sharded* s = device_->find(t)) {
-      for (core::Tensor* shard : s->shard) std::memset(shard->data, 0, shard->nbytes());
+      for (core::Tensor* shard : s->shard) {
+        auto* holder = static_cast<memory::Buffer*>(shard->buffer);
+        if (holder->is_host()) {
+          std::memset(shard->data, 0, shard->nbytes());
+        } else {
+          holder->zero();  // another process's memory: the shard has the buffer to itself
+        }
+      }
     }
   }
 }
@@ -179,7 +186,20 @@ Status MetaBuffer::write(core::Tensor& t, const void* src, size_t offset, size_t
   }
   for (size_t d = 0; d < s->shard.size(); ++d) {
     core::Tensor& shard = *s->shard[d];
-    if (s->axis < 0) {
+    auto* holder = static_cast<memory::Buffer*>(shard.buffer);
+    if (!holder->is_host()) {
+      // Another process's memory: written run by run through its buffer (which reads bytes of
+      // a model file from its own copy of the file).
+      if (s->axis < 0) {
+        STRATA_RETURN_IF_ERROR(holder->write(shard, src, 0, size));
+        continue;
+      }
+      Status st;
+      for_each_piece_run(t, shard, s->axis, s->pieces[d], [&](size_t wo, size_t so, size_t len) {
+        if (st.ok()) st = holder->write(shard, static_cast<const uint8_t*>(src) + wo, so, len);
+      });
+      STRATA_RETURN_IF_ERROR(st);
+    } else if (s->axis < 0) {
       std::memcpy(shard.data, src, size);
     } else {
       copy_pieces(t, src, shard, shard.data, s->axis, s->pieces[d], /*to_shard=*/true);
@@ -198,13 +218,22 @@ Status MetaBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t 
   if (offset != 0 || size != t.nbytes()) {
     return error(ErrorCode::kInternal, "'" + t.name + "' is split across devices: read it whole");
   }
-  if (s->axis < 0) {
-    std::memcpy(dst, s->shard[0]->data, size);
-    return {};
-  }
   for (size_t d = 0; d < s->shard.size(); ++d) {
-    copy_pieces(t, dst, *s->shard[d], s->shard[d]->data, s->axis, s->pieces[d],
-                /*to_shard=*/false);
+    const core::Tensor& shard = *s->shard[d];
+    const auto* holder = static_cast<const memory::Buffer*>(shard.buffer);
+    if (!holder->is_host()) {
+      if (s->axis < 0) return holder->read(shard, dst, 0, size);
+      Status st;
+      for_each_piece_run(t, shard, s->axis, s->pieces[d], [&](size_t wo, size_t so, size_t len) {
+        if (st.ok()) st = holder->read(shard, static_cast<uint8_t*>(dst) + wo, so, len);
+      });
+      STRATA_RETURN_IF_ERROR(st);
+    } else if (s->axis < 0) {
+      std::memcpy(dst, shard.data, size);
+      return {};
+    } else {
+      copy_pieces(t, dst, shard, shard.data, s->axis, s->pieces[d], /*to_shard=*/false);
+    }
   }
   return {};
 }

@@ -29,12 +29,19 @@ Result<std::unique_ptr<MetaDevice>> MetaDevice::create(std::vector<backend::Devi
     const backend::DeviceCaps c = m->caps();
     // Members' queues wait on each other, so each must queue work rather than run it in the
     // caller (a synchronous queue would block the caller on a signal not yet queued).
-    if (!c.async || !c.events || !c.host_buffers) {
+    if (!c.async || !c.events) {
       return error(ErrorCode::kInvalidArgument,
                    std::string(m->name()) +
-                       " cannot be part of a tensor split: it needs an asynchronous queue, events "
-                       "and memory the host addresses");
+                       " cannot be part of a tensor split: it needs an asynchronous queue and "
+                       "events");
     }
+  }
+  // The first member moves the meta device's own tensors (host memory) in and out.
+  if (!members[0]->caps().host_buffers) {
+    return error(ErrorCode::kInvalidArgument,
+                 "a tensor split must start with a device whose memory this process addresses, "
+                 "not " +
+                     std::string(members[0]->name()) + " (list mpi:0 first)");
   }
   return std::unique_ptr<MetaDevice>(new MetaDevice(std::move(members), std::move(weights)));
 }

@@ -21,16 +21,18 @@ struct MemberBytes {
   size_t compute = 0;  ///< its compute buffer for the meta device's graphs
 };
 
-/// Wraps member devices with asynchronous queues, events and memory the host addresses
-/// (partitions).
+/// Wraps member devices with asynchronous queues and events: partitions, whose memory the host
+/// addresses, or devices of other processes (MPI ranks), whose memory it does not; the
+/// expansion then copies what such a member reads or writes elsewhere (see expansion.cpp).
 /// Weights and KV cache placed in its buffers are split among the members as their
 /// memory::TensorSplit says, in proportion to `weights`; its backend runs each graph as one
 /// sub-graph per member, propagating split states op by op and summing partial results
 /// between the members' queues (see MetaBackend).
 class MetaDevice final : public backend::Device {
  public:
-  /// kInvalidArgument for fewer than two members, a member that lacks an asynchronous queue,
-  /// events or host-addressable memory, or weights that are not one positive number per member.
+  /// kInvalidArgument for fewer than two members, a member that lacks an asynchronous queue or
+  /// events, a first member whose memory the host cannot address, or weights that are not one
+  /// positive number per member.
   static Result<std::unique_ptr<MetaDevice>> create(std::vector<backend::Device*> members,
                                                     std::vector<float> weights);
 

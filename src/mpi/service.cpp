@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <stop_token>
@@ -254,6 +255,8 @@ bool Service::handle(const Command& c, std::string& payload) {
 }  // namespace
 
 int serve() {
+  // mpirun hands ^C to every rank: rank 0 ends the run and then tells this one to stop.
+  std::signal(SIGINT, SIG_IGN);
   std::jthread heartbeat([](std::stop_token stop) {
     const AsyncMessage beat;
     while (!stop.stop_requested()) {
