@@ -258,6 +258,7 @@ int serve() {
   // mpirun hands ^C to every rank: rank 0 ends the run and then tells this one to stop.
   std::signal(SIGINT, SIG_IGN);
   std::jthread heartbeat([](std::stop_token stop) {
+    mark_heartbeat_thread();
     const AsyncMessage beat;
     while (!stop.stop_requested()) {
       if (!send(0, kTagAsync, &beat, sizeof beat).ok()) return;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -40,6 +41,38 @@ struct State {
 State& state() {
   static State s;
   return s;
+}
+
+// What this rank sent, for STRATA_MPI_TRAFFIC=1: heartbeats apart from the work's messages.
+struct Traffic {
+  std::atomic<uint64_t> messages{0}, bytes{0}, heartbeats{0};
+};
+
+Traffic& traffic() {
+  static Traffic t;
+  return t;
+}
+
+thread_local bool t_heartbeat_thread = false;
+
+[[maybe_unused]] void count_sent(size_t n) {
+  Traffic& t = traffic();
+  if (t_heartbeat_thread) {
+    t.heartbeats.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t.messages.fetch_add(1, std::memory_order_relaxed);
+  t.bytes.fetch_add(n, std::memory_order_relaxed);
+}
+
+[[maybe_unused]] void report_traffic() {
+  const char* env = std::getenv("STRATA_MPI_TRAFFIC");
+  if (env == nullptr || env[0] != '1') return;
+  const Traffic& t = traffic();
+  std::fprintf(stderr, "mpi: rank %d sent %llu messages, %llu bytes (and %llu heartbeats)\n",
+               state().rank, static_cast<unsigned long long>(t.messages.load()),
+               static_cast<unsigned long long>(t.bytes.load()),
+               static_cast<unsigned long long>(t.heartbeats.load()));
 }
 
 // Polls with a short spin, then sleeps growing to 1 ms: a rank waiting for another must not
@@ -128,6 +161,7 @@ Status init(int* argc, char*** argv) {
 void finalize() {
   State& s = state();
   if (!s.initialized) return;
+  report_traffic();
   s.initialized = false;
   // Finalize waits for every rank; with one dead it would never return.
   if (!s.any_dead) MPI_Finalize();
@@ -142,6 +176,7 @@ std::string host_name() {
 
 Status send(int to, int tag, const void* data, size_t n) {
   if (Status st = alive(to); !st.ok()) return st;
+  count_sent(n);
   const auto* p = static_cast<const uint8_t*>(data);
   do {
     const size_t piece = std::min(n, kPiece);
@@ -219,6 +254,10 @@ Result<bool> recv_any(int, void*, size_t, int*, const std::function<bool()>&) {
 
 bool initialized() {
   return state().initialized;
+}
+
+void mark_heartbeat_thread() {
+  t_heartbeat_thread = true;
 }
 int rank() {
   return state().rank;

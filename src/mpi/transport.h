@@ -32,6 +32,10 @@ std::string host_name();
 /// Ends MPI (all ranks must call it), unless a rank died: then it returns at once.
 void finalize();
 
+/// Messages this thread sends are heartbeats: counted apart from the work's messages in the
+/// traffic report (STRATA_MPI_TRAFFIC=1 prints each rank's at finalize).
+void mark_heartbeat_thread();
+
 /// A fresh tag for a request's reply or a transfer between two ranks.
 int next_tag();
 
