@@ -11,6 +11,8 @@
 
 namespace strata::backend {
 
+class Collective;
+
 class Device;
 
 /// An in-order queue on a device. Work is submitted asynchronously; errors raised on the
@@ -56,6 +58,12 @@ class Backend {
   /// excepted) until this reports it; a synchronous queue returns each error from the call
   /// that raised it.
   virtual Status synchronize() = 0;
+  /// Queues member `member`'s part of an all-reduce of `group` (see Collective): `dst`, on this
+  /// device, becomes the sum of every member's `src`. The part runs even on a queue that failed
+  /// (with whatever `src` holds), so the other members are never left waiting for it.
+  /// kUnsupported where the device made no such group (the default).
+  virtual Status all_reduce_async(Collective& group, int member, const core::Tensor& src,
+                                  core::Tensor& dst);
 };
 
 }  // namespace strata::backend

@@ -22,4 +22,14 @@ Result<std::unique_ptr<Event>> Device::make_event() {
   return error(ErrorCode::kUnsupported, std::string(name()) + ": device has no events");
 }
 
+Result<std::unique_ptr<Collective>> Device::make_collective(const std::vector<Device*>&) {
+  return error(ErrorCode::kUnsupported,
+               std::string(name()) + ": device makes no all-reduce groups");
+}
+
+Status Backend::all_reduce_async(Collective&, int, const core::Tensor&, core::Tensor&) {
+  return error(ErrorCode::kUnsupported,
+               std::string(device().name()) + ": this queue takes no part in all-reduces");
+}
+
 }  // namespace strata::backend

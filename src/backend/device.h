@@ -6,8 +6,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/collective.h"
 #include "backend/event.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -57,6 +59,9 @@ class Device {
   /// Whether a backend of this device can compute `node` (op and types).
   virtual bool supports_op(const core::Tensor& node) const = 0;
   virtual Result<std::unique_ptr<Backend>> make_backend(const BackendOptions& options) = 0;
+  /// A group that all-reduces over `members` (this device among them), for devices whose
+  /// queues can meet without sharing memory (MPI ranks). kUnsupported by default.
+  virtual Result<std::unique_ptr<Collective>> make_collective(const std::vector<Device*>& members);
   /// A new event at value 0 on this device. Optional: the default, for devices without
   /// caps().events, is kUnsupported.
   virtual Result<std::unique_ptr<Event>> make_event();

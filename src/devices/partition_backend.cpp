@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/checks.h"
+#include "backend/collective.h"
 #include "backend/device.h"
 #include "cpu/graph_compute.h"
 #include "devices/cpu_topology.h"
@@ -48,6 +49,14 @@ Status PartitionBackend::copy_async(core::Tensor& dst, const core::Tensor& src) 
     return {};
   }
   push_copy(dst.data, src.data, dst.nbytes());
+  return {};
+}
+
+Status PartitionBackend::all_reduce_async(backend::Collective& group, int member,
+                                          const core::Tensor& src, core::Tensor& dst) {
+  queue_.push([&group, member, &src,
+               &dst](std::stop_token) { return group.all_reduce_here(member, src, dst); },
+              /*runs_after_error=*/true);
   return {};
 }
 

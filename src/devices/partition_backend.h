@@ -35,6 +35,8 @@ class PartitionBackend final : public backend::Backend {
   Status signal(backend::Event& event, uint64_t value) override;
   Status wait(backend::Event& event, uint64_t value) override;
   Status synchronize() override { return queue_.synchronize(); }
+  Status all_reduce_async(backend::Collective& group, int member, const core::Tensor& src,
+                          core::Tensor& dst) override;
 
  private:
   void push_copy(void* dst, const void* src, size_t size);

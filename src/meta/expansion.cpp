@@ -256,6 +256,12 @@ void Builder::materialize(Tensor* t) {
 
 void Builder::reduce(Tensor* t) {
   Dist& x = of(t);
+  if (dev_.collective() != nullptr && t->type == core::Type::kF32 &&
+      std::all_of(x.shard.begin(), x.shard.end(),
+                  [](const Tensor* p) { return p->is_contiguous(); })) {
+    reduce_collective(t, x);
+    return;
+  }
   const bool shared = std::all_of(host_.begin(), host_.end(), [](bool h) { return h; });
   if (shared && n_ >= 3 && t->nbytes() >= kScatterBytes && t->type == core::Type::kF32 &&
       std::all_of(x.shard.begin(), x.shard.end(),
@@ -287,6 +293,27 @@ void Builder::reduce(Tensor* t) {
   }
   x_.log += "meta: all-reduce " + t->name + " " + shape_text(*t) + " over " + std::to_string(n_) +
             " devices\n";
+  Dist m;
+  m.shard = std::move(sums);
+  dist_.insert_or_assign(t, std::move(m));
+}
+
+void Builder::reduce_collective(Tensor* t, Dist& x) {
+  std::vector<Tensor*> sums(static_cast<size_t>(n_));
+  for (int d = 0; d < n_; ++d) {
+    Tensor* partial = x.shard[static_cast<size_t>(d)];
+    Tensor* sum = track(d, ctx(d).new_tensor(t->type, t->ne, t->name + "#sum"));
+    Step s;
+    s.kind = Step::Kind::kAllReduce;
+    s.src = partial;
+    s.dst = sum;
+    step(d, std::move(s));
+    // The step reads the partial: its memory stays allocated up to here.
+    track(d, core::view(ctx(d), partial, partial->ne, partial->nb, 0));
+    sums[static_cast<size_t>(d)] = sum;
+  }
+  x_.log += "meta: all-reduce " + t->name + " " + shape_text(*t) + " over " + std::to_string(n_) +
+            " devices (collective)\n";
   Dist m;
   m.shard = std::move(sums);
   dist_.insert_or_assign(t, std::move(m));

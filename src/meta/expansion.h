@@ -20,11 +20,12 @@ class MetaDevice;
 /// What one member's queue does, in order.
 struct Step {
   enum class Kind : uint8_t {
-    kCompute,  ///< run `graph` (shard nodes)
-    kSignal,   ///< raise the member's own event by one (its index-th signal of the run)
-    kWait,     ///< wait for member `other`'s index-th signal of the run
-    kCopy,     ///< copy all of `src` (memory the member cannot address) into its own `dst`
-    kCopyOut,  ///< copy the member's contiguous `src` into `dst` at `offset`, laid out as ne/nb
+    kCompute,    ///< run `graph` (shard nodes)
+    kSignal,     ///< raise the member's own event by one (its index-th signal of the run)
+    kWait,       ///< wait for member `other`'s index-th signal of the run
+    kCopy,       ///< copy all of `src` (memory the member cannot address) into its own `dst`
+    kCopyOut,    ///< copy the member's contiguous `src` into `dst` at `offset`, laid out as ne/nb
+    kAllReduce,  ///< its part of the device's collective: `dst` = sum of every member's `src`
   };
   Kind kind = Kind::kCompute;
   core::Graph graph;

@@ -137,6 +137,9 @@ class Builder {
   // followed by an all-gather, with half the waits, and for small tensors (decode) the waits
   // are what costs. Large partials over three or more members go through reduce_scatter_gather.
   void reduce(Tensor* t);
+  // All-reduce as one step per member of the device's collective: no member reads another's
+  // memory, so no fences either.
+  void reduce_collective(Tensor* t, Dist& x);
   // A flat run [lo, hi) of member d's view of `p` (contiguous F32).
   Tensor* flat(int d, Tensor* p, int64_t lo, int64_t hi);
   // All-reduce of a large partial over three or more members: each member sums its own chunk

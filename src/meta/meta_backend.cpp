@@ -185,6 +185,9 @@ Status MetaBackend::queue_steps(const Expansion& x, const std::vector<uint64_t>&
           STRATA_RETURN_IF_ERROR(b.compute_async(s.graph));
         } else if (s.kind == Step::Kind::kCopy) {
           STRATA_RETURN_IF_ERROR(b.copy_async(*s.dst, *s.src));
+        } else if (s.kind == Step::Kind::kAllReduce) {
+          STRATA_RETURN_IF_ERROR(
+              b.all_reduce_async(*device_->collective(), static_cast<int>(d), *s.src, *s.dst));
         } else if (s.kind == Step::Kind::kCopyOut) {
           STRATA_RETURN_IF_ERROR(copy_out(b, s));
         } else if (s.kind == Step::Kind::kSignal) {

@@ -43,7 +43,16 @@ Result<std::unique_ptr<MetaDevice>> MetaDevice::create(std::vector<backend::Devi
                  "not " +
                      std::string(members[0]->name()) + " (list mpi:0 first)");
   }
-  return std::unique_ptr<MetaDevice>(new MetaDevice(std::move(members), std::move(weights)));
+  std::unique_ptr<MetaDevice> dev(new MetaDevice(std::move(members), std::move(weights)));
+  // Members in other processes sum their partials with a collective where they can make one
+  // (each then needs no copy of the others'); otherwise through copies between them.
+  for (backend::Device* m : dev->members_) {
+    if (m->caps().host_buffers) continue;
+    auto group = m->make_collective(dev->members_);
+    if (group.ok()) dev->collective_ = std::move(group).value();
+    break;
+  }
+  return dev;
 }
 
 MetaDevice::MetaDevice(std::vector<backend::Device*> members, std::vector<float> weights)

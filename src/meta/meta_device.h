@@ -58,6 +58,9 @@ class MetaDevice final : public backend::Device {
   std::vector<MemberBytes> member_bytes() const;
   /// Per member, the bytes of `t`'s shard (0 for a tensor that is not sharded here).
   std::vector<size_t> shard_bytes(const core::Tensor& t) const;
+  /// The members' all-reduce group, where a member that does not share this process's memory
+  /// made one (MPI ranks); null otherwise, and the members then sum each other's partials.
+  backend::Collective* collective() const { return collective_.get(); }
 
  private:
   friend class MetaBuffer;
@@ -74,6 +77,7 @@ class MetaDevice final : public backend::Device {
   mutable std::mutex mutex_;
   std::unordered_map<const core::Tensor*, Sharded> sharded_;
   std::vector<long long> compute_bytes_;
+  std::unique_ptr<backend::Collective> collective_;
 };
 
 }  // namespace strata::meta

@@ -12,9 +12,10 @@ std::mutex& order() {
   return m;
 }
 
-Status post_locked(int r, const Command& c, const void* payload, size_t n) {
-  STRATA_RETURN_IF_ERROR(send(r, kTagCommand, &c, sizeof c));
-  if (n != 0) STRATA_RETURN_IF_ERROR(send(r, kTagPayload, payload, n));
+// Posted under the lock (the order), waited for after it.
+Status post_to(Outbox& box, int r, const Command& c, const void* payload, size_t n) {
+  STRATA_RETURN_IF_ERROR(box.post(r, kTagCommand, &c, sizeof c));
+  if (n != 0) STRATA_RETURN_IF_ERROR(box.post(r, kTagPayload, payload, n));
   return {};
 }
 
@@ -22,14 +23,22 @@ Status post_locked(int r, const Command& c, const void* payload, size_t n) {
 
 Status post(int r, Command c, const void* payload, size_t n) {
   c.payload = n;
-  std::lock_guard lock(order());
-  return post_locked(r, c, payload, n);
+  Outbox box;
+  {
+    std::lock_guard lock(order());
+    STRATA_RETURN_IF_ERROR(post_to(box, r, c, payload, n));
+  }
+  return box.wait();
 }
 
 Status post_pair(int r1, const Command& c1, int r2, const Command& c2) {
-  std::lock_guard lock(order());
-  STRATA_RETURN_IF_ERROR(post_locked(r1, c1, nullptr, 0));
-  return post_locked(r2, c2, nullptr, 0);
+  Outbox box;
+  {
+    std::lock_guard lock(order());
+    STRATA_RETURN_IF_ERROR(post_to(box, r1, c1, nullptr, 0));
+    STRATA_RETURN_IF_ERROR(post_to(box, r2, c2, nullptr, 0));
+  }
+  return box.wait();
 }
 
 Status ask(int r, Command c, const void* payload, size_t n, void* reply, size_t reply_n) {

@@ -120,6 +120,12 @@ bool driving() {
   return c.driving;
 }
 
+backend::Device* own_device() {
+  Cluster& c = cluster();
+  std::lock_guard lock(c.mutex);
+  return c.driving ? c.own.get() : nullptr;
+}
+
 Status check_same_file(const std::string& path, uint64_t head_bytes) {
   if (!driving()) return {};
   auto mine = identify_file(path, head_bytes);

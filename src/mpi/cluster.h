@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/device.h"
 #include "core/status.h"
 
 namespace strata::mpi {
@@ -21,6 +22,9 @@ void stop();
 
 /// Whether this process is rank 0 of a run with other ranks.
 bool driving();
+
+/// Rank 0's own device ("mpi:0"), or null when not driving.
+backend::Device* own_device();
 
 /// Rank 0: kInvalidArgument naming the first rank whose copy of `path` differs from this
 /// one's in size or in its first `head_bytes` bytes (a GGUF's header and tensor table), or

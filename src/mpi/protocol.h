@@ -30,6 +30,10 @@ enum class CommandKind : uint32_t {
   kSync,         ///< reply: a WireStatus with the first error since the last kSync (cleared)
   kCheckFile,    ///< v0 file size, v1 bytes hashed, v2 their hash; payload: the path; reply
   kShutdown,
+  kMakeGroup,  ///< v0 group id; payload: the group's world ranks (int32, in order)
+  kFreeGroup,  ///< v0 group id
+  kAllReduce,  ///< v0 group id, v1 src buffer, v2 src offset, v3 dst buffer, v4 dst offset;
+               ///< payload: the float count (uint64). Runs even after an error.
 };
 
 struct Command {

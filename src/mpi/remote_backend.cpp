@@ -2,6 +2,7 @@
 
 #include "backend/checks.h"
 #include "mpi/channel.h"
+#include "mpi/rank_group.h"
 #include "mpi/remote_buffer.h"
 #include "mpi/remote_device.h"
 #include "mpi/signals.h"
@@ -197,6 +198,30 @@ Status RemoteBackend::wait(backend::Event& event, uint64_t value) {
     if (res == backend::WaitResult::kReached) return event.failure_at(value);
     return backend::wait_failure(*device_, event, value, res, wait_timeout_);
   });
+  return {};
+}
+
+Status RemoteBackend::all_reduce_async(backend::Collective& group, int /*member*/,
+                                       const core::Tensor& src, core::Tensor& dst) {
+  auto* g = dynamic_cast<RankGroup*>(&group);
+  if (g == nullptr) {
+    return error(ErrorCode::kUnsupported,
+                 std::string(device_->name()) + ": all-reduces only with a group of MPI ranks");
+  }
+  STRATA_RETURN_IF_ERROR(check_all_reduce(src, dst));
+  auto from = placement_of(src);
+  if (!from.ok()) return from.status();
+  auto to = placement_of(dst);
+  if (!to.ok()) return to.status();
+  Command c = command(CommandKind::kAllReduce);
+  c.v[0] = g->id();
+  c.v[1] = from->buffer;
+  c.v[2] = from->offset;
+  c.v[3] = to->buffer;
+  c.v[4] = to->offset;
+  const auto n = static_cast<uint64_t>(src.nelements());
+  queue_.push([r = device_->rank(), c, n](std::stop_token) { return post(r, c, &n, sizeof n); },
+              /*runs_after_error=*/true);
   return {};
 }
 

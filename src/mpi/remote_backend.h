@@ -35,6 +35,9 @@ class RemoteBackend final : public backend::Backend {
   Status wait(backend::Event& event, uint64_t value) override;
   /// Also reports the first error the rank met since the last synchronize.
   Status synchronize() override;
+  /// The rank runs its part of a RankGroup's all-reduce in command order.
+  Status all_reduce_async(backend::Collective& group, int member, const core::Tensor& src,
+                          core::Tensor& dst) override;
 
  private:
   struct Shape {

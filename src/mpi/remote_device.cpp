@@ -4,6 +4,7 @@
 
 #include "backend/host_event.h"
 #include "devices/host_device.h"
+#include "mpi/rank_group.h"
 #include "mpi/remote_backend.h"
 
 namespace strata::mpi {
@@ -29,6 +30,13 @@ Result<std::unique_ptr<backend::Backend>> RemoteDevice::make_backend(
   } catch (const std::system_error& e) {
     return error(ErrorCode::kOutOfMemory, name_ + ": cannot start the queue thread: " + e.what());
   }
+}
+
+Result<std::unique_ptr<backend::Collective>> RemoteDevice::make_collective(
+    const std::vector<backend::Device*>& members) {
+  auto g = RankGroup::create(members);
+  if (!g.ok()) return g.status();
+  return std::unique_ptr<backend::Collective>(std::move(g).value());
 }
 
 Result<std::unique_ptr<backend::Event>> RemoteDevice::make_event() {

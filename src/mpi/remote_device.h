@@ -28,6 +28,9 @@ class RemoteDevice final : public backend::Device {
   Result<std::unique_ptr<backend::Backend>> make_backend(
       const backend::BackendOptions& options) override;
   Result<std::unique_ptr<backend::Event>> make_event() override;
+  /// An MPI communicator over the members' ranks (see RankGroup).
+  Result<std::unique_ptr<backend::Collective>> make_collective(
+      const std::vector<backend::Device*>& members) override;
 
   int rank() const { return rank_; }
   const Hello& hello() const { return hello_; }

@@ -248,6 +248,32 @@ bool Service::handle(const Command& c, std::string& payload) {
     }
     case CommandKind::kShutdown:
       return false;
+    case CommandKind::kMakeGroup: {
+      std::vector<int> ranks(payload.size() / sizeof(int32_t));
+      std::memcpy(ranks.data(), payload.data(), ranks.size() * sizeof(int32_t));
+      (void)keep(make_group(v[0], ranks));
+      return true;
+    }
+    case CommandKind::kFreeGroup:
+      free_group(v[0]);
+      return true;
+    case CommandKind::kAllReduce: {
+      // Every member must take part, whatever went wrong here before: the others wait for it.
+      uint64_t n = 0;
+      if (payload.size() == sizeof n) std::memcpy(&n, payload.data(), sizeof n);
+      auto src = span(v[1], v[2], n * sizeof(float));
+      auto dst = span(v[3], v[4], n * sizeof(float));
+      std::vector<float> stand_in;
+      if (!src.ok() || !dst.ok()) {
+        (void)keep(src.ok() ? dst.status() : src.status());
+        stand_in.assign(n, 0.0f);
+      }
+      const float* from =
+          src.ok() && dst.ok() ? reinterpret_cast<const float*>(*src) : stand_in.data();
+      float* into = src.ok() && dst.ok() ? reinterpret_cast<float*>(*dst) : stand_in.data();
+      (void)keep(all_reduce(v[0], from, into, n));
+      return true;
+    }
   }
   return true;
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #if STRATA_HAVE_MPI
@@ -107,7 +108,8 @@ Status mpi_error(const char* what, int peer, int code) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
-  return error(ErrorCode::kIo, std::string("mpi: ") + what + " rank " + std::to_string(peer) +
+  const std::string who = peer >= 0 ? " rank " + std::to_string(peer) : " the group";
+  return error(ErrorCode::kIo, std::string("mpi: ") + what + who +
                                    " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
@@ -174,7 +176,19 @@ std::string host_name() {
   return std::string(name, static_cast<size_t>(len));
 }
 
-Status send(int to, int tag, const void* data, size_t n) {
+struct Outbox::Impl {
+  std::vector<MPI_Request> requests;
+  std::vector<int> peers;
+};
+
+Outbox::Outbox() : impl_(std::make_unique<Impl>()) {}
+
+Outbox::~Outbox() {
+  (void)wait();
+}
+
+Status Outbox::post(int to, int tag, const void* data, size_t n) {
+  if (!state().initialized) return error(ErrorCode::kInternal, "mpi: sending after the end");
   if (Status st = alive(to); !st.ok()) return st;
   count_sent(n);
   const auto* p = static_cast<const uint8_t*>(data);
@@ -183,11 +197,34 @@ Status send(int to, int tag, const void* data, size_t n) {
     MPI_Request req;
     const int rc = MPI_Isend(p, static_cast<int>(piece), MPI_BYTE, to, tag, MPI_COMM_WORLD, &req);
     if (rc != MPI_SUCCESS) return mpi_error("send to", to, rc);
-    STRATA_RETURN_IF_ERROR(wait_request(req, to, "send to"));
+    impl_->requests.push_back(req);
+    impl_->peers.push_back(to);
     p += piece;
     n -= piece;
   } while (n > 0);
   return {};
+}
+
+Status Outbox::wait() {
+  Status first;
+  for (size_t i = 0; i < impl_->requests.size(); ++i) {
+    Status st = wait_request(impl_->requests[i], impl_->peers[i], "send to");
+    if (!st.ok()) {
+      // Left in flight to a dead rank: cancel, so nothing refers to the bytes any more.
+      MPI_Cancel(&impl_->requests[i]);
+      MPI_Request_free(&impl_->requests[i]);
+      if (first.ok()) first = st;
+    }
+  }
+  impl_->requests.clear();
+  impl_->peers.clear();
+  return first;
+}
+
+Status send(int to, int tag, const void* data, size_t n) {
+  Outbox box;
+  STRATA_RETURN_IF_ERROR(box.post(to, tag, data, n));
+  return box.wait();
 }
 
 Status recv(int from, int tag, void* data, size_t n) {
@@ -231,7 +268,104 @@ Result<bool> recv_any(int tag, void* data, size_t n, int* from, const std::funct
   }
 }
 
+namespace {
+
+struct Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int> ranks;
+};
+
+std::mutex& groups_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<uint64_t, Group>& groups() {
+  static std::unordered_map<uint64_t, Group> g;
+  return g;
+}
+
+}  // namespace
+
+Status make_group(uint64_t id, const std::vector<int>& ranks) {
+  MPI_Group world = MPI_GROUP_NULL, part = MPI_GROUP_NULL;
+  if (MPI_Comm_group(MPI_COMM_WORLD, &world) != MPI_SUCCESS ||
+      MPI_Group_incl(world, static_cast<int>(ranks.size()), ranks.data(), &part) != MPI_SUCCESS) {
+    return error(ErrorCode::kInternal, "mpi: cannot form the group of ranks");
+  }
+  Group g;
+  g.ranks = ranks;
+  const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, part, static_cast<int>(id % 30000), &g.comm);
+  MPI_Group_free(&part);
+  MPI_Group_free(&world);
+  if (rc != MPI_SUCCESS) return mpi_error("form a group with", -1, rc);
+  std::lock_guard lock(groups_mutex());
+  groups()[id] = std::move(g);
+  return {};
+}
+
+void free_group(uint64_t id) {
+  std::lock_guard lock(groups_mutex());
+  auto it = groups().find(id);
+  if (it == groups().end()) return;
+  if (it->second.comm != MPI_COMM_NULL && state().initialized) MPI_Comm_free(&it->second.comm);
+  groups().erase(it);
+}
+
+Status all_reduce(uint64_t id, const float* src, float* dst, size_t n) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int> ranks;
+  {
+    std::lock_guard lock(groups_mutex());
+    auto it = groups().find(id);
+    if (it != groups().end()) {
+      comm = it->second.comm;
+      ranks = it->second.ranks;
+    }
+  }
+  if (comm == MPI_COMM_NULL) {
+    return error(ErrorCode::kInternal, "mpi: no group " + std::to_string(id));
+  }
+  if (n > static_cast<size_t>(INT32_MAX)) {
+    return error(ErrorCode::kUnsupported, "mpi: an all-reduce of more than 2^31 floats");
+  }
+  count_sent(n * sizeof(float));
+  MPI_Request req;
+  const int rc = MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, static_cast<int>(n),
+                                MPI_FLOAT, MPI_SUM, comm, &req);
+  if (rc != MPI_SUCCESS) return mpi_error("all-reduce with", -1, rc);
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    const int trc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (trc != MPI_SUCCESS) return mpi_error("all-reduce with", -1, trc);
+    if (done) return {};
+    if (state().any_dead.load()) {
+      for (int r : ranks) {
+        if (Status st = alive(r); !st.ok()) return st;
+      }
+    }
+    backoff.pause();
+  }
+}
+
 #else  // built without MPI
+struct Outbox::Impl {};
+Outbox::Outbox() : impl_(std::make_unique<Impl>()) {}
+Outbox::~Outbox() = default;
+Status Outbox::post(int, int, const void*, size_t) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
+Status Outbox::wait() {
+  return {};
+}
+Status make_group(uint64_t, const std::vector<int>&) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
+void free_group(uint64_t) {}
+Status all_reduce(uint64_t, const float*, float*, size_t) {
+  return error(ErrorCode::kUnsupported, "mpi: built without MPI");
+}
 
 Status init(int*, char***) {
   return error(ErrorCode::kUnsupported,

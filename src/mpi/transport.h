@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,38 @@ int next_tag();
 /// Sends `n` bytes to `to` and returns once the bytes may be reused (large messages go in
 /// pieces). Fails when `to` is dead or MPI reports an error.
 Status send(int to, int tag, const void* data, size_t n);
+/// Sends posted in order now and waited for later: a lock held for the order of messages need
+/// not be held while a busy receiver takes them.
+class Outbox {
+ public:
+  Outbox();
+  ~Outbox();  ///< waits for what is still in flight
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  /// Starts sending `n` bytes to `to` (they must stay valid until wait()).
+  Status post(int to, int tag, const void* data, size_t n);
+  /// Until every posted send is done; fails when a receiver dies first.
+  Status wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Receives exactly `n` bytes sent by send() with the same tag.
 Status recv(int from, int tag, void* data, size_t n);
 
 /// Receives `n` bytes with `tag` from any rank into `data`, setting `*from`. Between polls it
 /// calls `idle`, and gives up (returning false) once `idle` returns false.
 Result<bool> recv_any(int tag, void* data, size_t n, int* from, const std::function<bool()>& idle);
+
+/// Groups of ranks that all-reduce together. Every rank of `ranks` (world ranks, in the
+/// group's order) calls make_group with the same arguments; it returns once all have.
+Status make_group(uint64_t id, const std::vector<int>& ranks);
+void free_group(uint64_t id);
+/// dst = the sum over the group's ranks of their src (n floats; src may be dst). Fails when a
+/// rank of the group is known dead (rank 0 knows) instead of waiting for it.
+Status all_reduce(uint64_t id, const float* src, float* dst, size_t n);
 
 /// Liveness, kept by rank 0: every other rank sends a heartbeat; a rank not heard from for
 /// kSilence is dead, and every wait on it fails naming it.
