@@ -182,9 +182,11 @@ TEST_F(MpiCli, RemoteAllocationFailureIsOutOfMemory) {
 // mpirun from ending the job itself when a rank dies, so what is tested is strata's own
 // detection; a stopped rank is ended by mpirun once rank 0 exits with an error.
 Outcome interrupt_rank_1(const std::string& signal, const std::string& marker,
-                         const std::string& mpirun_flags, double* seconds_after) {
+                         const std::string& mpirun_flags, double* seconds_after,
+                         const std::string& split = "layer") {
   const std::string run_cmd = mpirun(2) + mpirun_flags + " " + STRATA_BIN + " run -m " + kStories +
-                              " -p '" + marker + "' -n 8000 -c 8192 --devices mpi:0,mpi:1 -ngl 99";
+                              " -p '" + marker +
+                              "' -n 8000 -c 8192 --devices mpi:0,mpi:1 -ngl 99 -sm " + split;
   // The rank's process is the strata whose environment says rank 1 and whose command line
   // carries this test's marker.
   const std::string find_rank_1 =
@@ -220,6 +222,16 @@ TEST_F(MpiCli, StoppedRankIsReportedWithinTenSeconds) {
 TEST_F(MpiCli, KilledRankIsReportedWithinTenSeconds) {
   double seconds = 0;
   const Outcome o = interrupt_rank_1("KILL", "mpi-kill-marker", "--enable-recovery", &seconds);
+  EXPECT_THAT(o.out, Not(HasSubstr("no-victim")));
+  EXPECT_LT(seconds, 10.0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("rank 1")) << o.out;
+}
+
+// Under a tensor split rank 0's own member waits inside the collective for the killed rank.
+TEST_F(MpiCli, KilledRankOfATensorSplitIsReportedWithinTenSeconds) {
+  double seconds = 0;
+  const Outcome o =
+      interrupt_rank_1("KILL", "mpi-kill-tensor-marker", "--enable-recovery", &seconds, "tensor");
   EXPECT_THAT(o.out, Not(HasSubstr("no-victim")));
   EXPECT_LT(seconds, 10.0) << o.out;
   EXPECT_THAT(o.out, HasSubstr("rank 1")) << o.out;
