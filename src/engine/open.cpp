@@ -29,11 +29,15 @@ constexpr int64_t kMaxPartitions = 256;
 
 // The partitions a device list needs: one more than the highest "part:K" it names. Names
 // that are not "part:" and a digit string are left for the device list to reject.
-Result<int> partitions_named(const std::string& list) {
+Result<int> partitions_named(const std::string& list, bool of_ranks = false) {
   int wanted = 0;
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
+    // A rank's partition: "mpi:R/part:K".
+    const size_t slash = name.find("/part:");
+    if (of_ranks != (name.rfind("mpi:", 0) == 0 && slash != std::string::npos)) continue;
+    if (of_ranks) name = name.substr(slash + 1);
     if (name.rfind("part:", 0) != 0) continue;
     const std::string index = name.substr(5);
     if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -69,6 +73,15 @@ Result<std::vector<backend::Device*>> make_devices(const OpenParams& p) {
     devs = *parts;
   }
   if (!p.devices.empty()) {
+    // Partitions of MPI ranks are made on every rank, as many as the list names (or
+    // --partitions asks for).
+    auto of_ranks = partitions_named(p.devices, /*of_ranks=*/true);
+    if (!of_ranks.ok()) return of_ranks.status();
+    if (*of_ranks > 0 && mpi::driving()) {
+      auto parts =
+          mpi::make_partitions(std::max(*of_ranks, static_cast<int>(p.partitions)), p.device_mem);
+      if (!parts.ok()) return parts.status();
+    }
     auto listed = devices::parse_device_list(p.devices);
     if (!listed.ok()) return listed.status();
     devs.clear();

@@ -14,8 +14,8 @@ std::mutex& order() {
 
 // Posted under the lock (the order), waited for after it.
 Status post_to(Outbox& box, int r, const Command& c, const void* payload, size_t n) {
-  STRATA_RETURN_IF_ERROR(box.post(r, kTagCommand, &c, sizeof c));
-  if (n != 0) STRATA_RETURN_IF_ERROR(box.post(r, kTagPayload, payload, n));
+  STRATA_RETURN_IF_ERROR(box.post(r, command_tag(c.queue), &c, sizeof c));
+  if (n != 0) STRATA_RETURN_IF_ERROR(box.post(r, payload_tag(c.queue), payload, n));
   return {};
 }
 

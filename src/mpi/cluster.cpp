@@ -12,6 +12,7 @@
 
 #include "devices/cpu_topology.h"
 #include "devices/partition_device.h"
+#include "devices/partition_plan.h"
 #include "devices/registry.h"
 #include "mpi/channel.h"
 #include "mpi/file_identity.h"
@@ -23,12 +24,22 @@
 namespace strata::mpi {
 namespace {
 
+struct Layout {
+  int n = 0;
+  size_t budget = 0;
+  std::vector<backend::Device*> devices;
+};
+
 struct Cluster {
   std::mutex mutex;
   bool driving = false;
   // Devices live for the process: backends and buffers anywhere may point at them.
   std::unique_ptr<devices::PartitionDevice> own;
-  std::vector<std::unique_ptr<RemoteDevice>> remote;
+  std::vector<std::unique_ptr<devices::PartitionDevice>> own_parts;
+  std::vector<std::unique_ptr<RemoteDevice>> remote;  // mpi:R, R = 1..size-1
+  std::vector<std::unique_ptr<RemoteDevice>> remote_parts;
+  std::vector<int> next_queue;  // per rank
+  std::vector<Layout> layouts;
   std::jthread listener;
 };
 
@@ -92,6 +103,7 @@ Result<std::optional<int>> start(int* argc, char*** argv) {
     c.remote.push_back(std::move(dev));
   }
   devices::add_devices(std::move(listed));
+  c.next_queue.assign(static_cast<size_t>(size()), 1);
   for (int r = 1; r < size(); ++r) heard_from(r);
   c.listener = std::jthread(listen);
   c.driving = true;
@@ -106,6 +118,12 @@ void stop() {
   c.driving = false;
   Command bye;
   bye.kind = CommandKind::kShutdown;
+  // Every partition's queue first: the rank's whole-CPU queue then ends the rank.
+  for (const auto& d : c.remote_parts) {
+    Command part = bye;
+    part.queue = d->queue();
+    (void)post(d->rank(), part);
+  }
   for (int r = 1; r < size(); ++r) (void)post(r, bye);
   if (c.listener.joinable()) {
     c.listener.request_stop();
@@ -120,10 +138,84 @@ bool driving() {
   return c.driving;
 }
 
-backend::Device* own_device() {
+bool is_own_device(const backend::Device* d) {
   Cluster& c = cluster();
   std::lock_guard lock(c.mutex);
-  return c.driving ? c.own.get() : nullptr;
+  if (!c.driving || d == nullptr) return false;
+  if (d == c.own.get()) return true;
+  for (const auto& p : c.own_parts) {
+    if (d == p.get()) return true;
+  }
+  return false;
+}
+
+Result<std::vector<backend::Device*>> make_partitions(int n, size_t budget) {
+  Cluster& c = cluster();
+  std::lock_guard lock(c.mutex);
+  if (!c.driving) {
+    return error(ErrorCode::kInvalidArgument,
+                 "mpi:R/part:K devices need mpirun (mpirun -np N strata ...)");
+  }
+  for (const Layout& l : c.layouts) {
+    if (l.n == n && l.budget == budget) return l.devices;
+  }
+  auto plan = devices::plan_partitions(n, budget);
+  if (!plan.ok()) return plan.status().with_context("mpi:0");
+  Layout layout{n, budget, {}};
+  std::vector<std::pair<backend::Device*, devices::DeviceInfo>> listed;
+  for (devices::PartitionSpec spec : *plan) {
+    spec.name = "mpi:0/part:" + std::to_string(spec.index);
+    auto dev = std::make_unique<devices::PartitionDevice>(spec);
+    devices::DeviceInfo info;
+    info.name = spec.name;
+    info.kind = dev->kind();
+    info.cores = spec.cores;
+    info.budget = spec.budget;
+    info.numa_node = spec.numa_node;
+    info.caps = dev->caps();
+    info.where = "rank 0 on " + host_name();
+    listed.emplace_back(dev.get(), std::move(info));
+    layout.devices.push_back(dev.get());
+    c.own_parts.push_back(std::move(dev));
+  }
+  for (const auto& whole : c.remote) {
+    const int r = whole->rank();
+    const int first = c.next_queue[static_cast<size_t>(r)];
+    Command make;
+    make.kind = CommandKind::kMakePartitions;
+    make.v[0] = static_cast<uint64_t>(n);
+    make.v[1] = budget;
+    make.v[2] = static_cast<uint64_t>(first);
+    make.reply_tag = next_tag();
+    WireStatus w;
+    STRATA_RETURN_IF_ERROR(post(r, make));
+    STRATA_RETURN_IF_ERROR(recv(r, make.reply_tag, &w, sizeof w));
+    STRATA_RETURN_IF_ERROR(w.to_status().with_context(std::string(whole->name())));
+    std::vector<PartitionInfo> parts(static_cast<size_t>(n));
+    STRATA_RETURN_IF_ERROR(
+        recv(r, make.reply_tag, parts.data(), parts.size() * sizeof(PartitionInfo)));
+    c.next_queue[static_cast<size_t>(r)] = first + n;
+    for (int k = 0; k < n; ++k) {
+      const PartitionInfo& p = parts[static_cast<size_t>(k)];
+      std::vector<int> cores(p.cpus, p.cpus + std::min(p.cores, Hello::kMaxCpus));
+      auto dev = std::make_unique<RemoteDevice>(r, whole->hello(), k, first + k, cores, budget);
+      devices::DeviceInfo info;
+      info.name = std::string(dev->name());
+      info.kind = dev->kind();
+      info.caps = dev->caps();
+      info.cores = std::move(cores);
+      info.budget = budget;
+      const Hello& h = whole->hello();
+      info.where = "rank " + std::to_string(r) + " on " +
+                   std::string(h.host, strnlen(h.host, sizeof h.host));
+      listed.emplace_back(dev.get(), std::move(info));
+      layout.devices.push_back(dev.get());
+      c.remote_parts.push_back(std::move(dev));
+    }
+  }
+  devices::add_devices(std::move(listed));
+  c.layouts.push_back(layout);
+  return layout.devices;
 }
 
 Status check_same_file(const std::string& path, uint64_t head_bytes) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/device.h"
 #include "core/status.h"
@@ -23,8 +24,14 @@ void stop();
 /// Whether this process is rank 0 of a run with other ranks.
 bool driving();
 
-/// Rank 0's own device ("mpi:0"), or null when not driving.
-backend::Device* own_device();
+/// Whether `d` is one of rank 0's own devices ("mpi:0", "mpi:0/part:K").
+bool is_own_device(const backend::Device* d);
+
+/// Rank 0: splits every rank's CPU into `n` partitions of `budget` bytes each (0: none), as
+/// each rank's plan_partitions makes them, named "mpi:R/part:K"; they become known to the
+/// device registry. Asking again for the same n and budget returns the same devices; another
+/// layout makes a new set. kInvalidArgument when not driving.
+Result<std::vector<backend::Device*>> make_partitions(int n, size_t budget);
 
 /// Rank 0: kInvalidArgument naming the first rank whose copy of `path` differs from this
 /// one's in size or in its first `head_bytes` bytes (a GGUF's header and tensor table), or

@@ -30,15 +30,29 @@ enum class CommandKind : uint32_t {
   kSync,         ///< reply: a WireStatus with the first error since the last kSync (cleared)
   kCheckFile,    ///< v0 file size, v1 bytes hashed, v2 their hash; payload: the path; reply
   kShutdown,
-  kMakeGroup,  ///< v0 group id; payload: the group's world ranks (int32, in order)
-  kFreeGroup,  ///< v0 group id
-  kAllReduce,  ///< v0 group id, v1 src buffer, v2 src offset, v3 dst buffer, v4 dst offset;
-               ///< payload: the float count (uint64). Runs even after an error.
+  kMakeGroup,       ///< v0 group id; payload: the group's world ranks (int32, in order)
+  kFreeGroup,       ///< v0 group id
+  kAllReduce,       ///< v0 group id, v1 src buffer, v2 src offset, v3 dst buffer, v4 dst offset;
+                    ///< payload: the float count (uint64). Runs even after an error.
+  kMakePartitions,  ///< v0 count, v1 budget each, v2 the first one's queue; reply: a
+                    ///< WireStatus, then `count` PartitionInfo
 };
+
+/// Queue 0 is the rank's whole CPU (and takes the commands of buffers); each partition of the
+/// rank is a queue of its own, with a thread and tags of its own.
+constexpr int kMaxQueues = 256;
+inline int command_tag(int queue) {
+  return queue == 0 ? 1 : 30100 + 2 * queue;
+}
+inline int payload_tag(int queue) {
+  return queue == 0 ? 2 : 30101 + 2 * queue;
+}
 
 struct Command {
   CommandKind kind = CommandKind::kHello;
   int32_t reply_tag = 0;
+  int32_t queue = 0;  ///< the rank's queue that runs it (see command_tag)
+  int32_t reserved = 0;
   uint64_t v[5] = {};
   uint64_t payload = 0;  ///< bytes that follow on kTagPayload
 };
@@ -71,6 +85,12 @@ struct Hello {
   static constexpr int kMaxCpus = 256;
   int32_t cpus[kMaxCpus] = {};
   char host[128] = {};
+};
+
+/// A partition a rank made: the logical CPUs its queue computes on.
+struct PartitionInfo {
+  int32_t cores = 0;
+  int32_t cpus[Hello::kMaxCpus] = {};
 };
 
 /// A rank's unrequested messages to rank 0.

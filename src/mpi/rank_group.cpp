@@ -28,7 +28,7 @@ Result<std::unique_ptr<RankGroup>> RankGroup::create(const std::vector<backend::
   for (backend::Device* m : members) {
     if (const auto* remote = dynamic_cast<const RemoteDevice*>(m)) {
       ranks.push_back(remote->rank());
-    } else if (m != nullptr && m == own_device()) {
+    } else if (is_own_device(m)) {
       ranks.push_back(0);
     } else {
       return error(ErrorCode::kUnsupported,

@@ -25,6 +25,7 @@ RemoteBackend::RemoteBackend(RemoteDevice& device, std::chrono::nanoseconds wait
 RemoteBackend::~RemoteBackend() {
   for (const auto& [structure, shape] : shapes_) {
     Command c = command(CommandKind::kDropGraph);
+    c.queue = device_->queue();
     c.v[0] = shape.key;
     queue_.push([r = device_->rank(), c](std::stop_token) { return post(r, c); },
                 /*runs_after_error=*/true);
@@ -65,6 +66,7 @@ Status RemoteBackend::compute_async(const core::Graph& graph) {
     if (shapes_.size() >= kGraphs) {
       auto old = shapes_.find(lru_.back());
       Command drop = command(CommandKind::kDropGraph);
+      drop.queue = device_->queue();
       drop.v[0] = old->second.key;
       queue_.push([r, drop](std::stop_token) { return post(r, drop); });
       shapes_.erase(old);
@@ -73,6 +75,7 @@ Status RemoteBackend::compute_async(const core::Graph& graph) {
     Shape s;
     s.key = device_->new_graph_key();
     Command define = command(CommandKind::kDefineGraph);
+    define.queue = device_->queue();
     define.v[0] = s.key;
     queue_.push([r, define, bytes = enc.structure](std::stop_token) {
       return post(r, define, bytes.data(), bytes.size());
@@ -85,6 +88,7 @@ Status RemoteBackend::compute_async(const core::Graph& graph) {
   }
   Shape& s = it->second;
   Command run = command(CommandKind::kRunGraph);
+  run.queue = device_->queue();
   run.v[0] = s.key;
   std::string changes = encode_changes(s.placements, now);
   s.placements = std::move(now);
@@ -100,6 +104,7 @@ Status RemoteBackend::set_async(core::Tensor& t, const void* src, size_t offset,
   if (!p.ok()) return p.status();
   if (size == 0) return {};
   Command c = command(CommandKind::kWrite);
+  c.queue = device_->queue();
   c.v[0] = p->buffer;
   c.v[1] = p->offset + offset;
   queue_.push(
@@ -110,9 +115,14 @@ Status RemoteBackend::set_async(core::Tensor& t, const void* src, size_t offset,
 Status RemoteBackend::get_async(const core::Tensor& t, void* dst, size_t offset, size_t size) {
   STRATA_RETURN_IF_ERROR(backend::check_tensor_range(t, offset, size));
   if (size == 0) return {};
-  const auto* buf = static_cast<const memory::Buffer*>(t.buffer);
-  queue_.push(
-      [buf, &t, dst, offset, size](std::stop_token) { return buf->read(t, dst, offset, size); });
+  const auto* buf = dynamic_cast<const RemoteBuffer*>(static_cast<const memory::Buffer*>(t.buffer));
+  if (buf == nullptr) {
+    return error(ErrorCode::kInternal, std::string(device_->name()) + ": tensor '" + t.name +
+                                           "' is not in a rank's memory");
+  }
+  queue_.push([buf, &t, dst, offset, size, q = device_->queue()](std::stop_token) {
+    return buf->read_on(q, t, dst, offset, size);
+  });
   return {};
 }
 
@@ -136,6 +146,7 @@ Status RemoteBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
                                                 src.name + "' from memory of another kind");
     }
     Command c = command(CommandKind::kWrite);
+    c.queue = device_->queue();
     c.v[0] = to->buffer;
     c.v[1] = to->offset;
     queue_.push([r, c, p = src.data, n](std::stop_token) { return post(r, c, p, n); });
@@ -143,6 +154,7 @@ Status RemoteBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
   }
   if (from->rank == r) {
     Command c = command(CommandKind::kCopy);
+    c.queue = device_->queue();
     c.v[0] = to->buffer;
     c.v[1] = to->offset;
     c.v[2] = from->buffer;
@@ -153,22 +165,25 @@ Status RemoteBackend::copy_async(core::Tensor& dst, const core::Tensor& src) {
   }
   // Between two ranks, directly: the source rank sends once everything it was sent before
   // is done, which the caller's fences make include the work that wrote `src`.
-  queue_.push([r, s = from->rank, to = *to, from = *from, n](std::stop_token) {
-    const int tag = next_tag();
-    Command out = command(CommandKind::kSendTo);
-    out.v[0] = from.buffer;
-    out.v[1] = from.offset;
-    out.v[2] = n;
-    out.v[3] = static_cast<uint64_t>(r);
-    out.v[4] = static_cast<uint64_t>(tag);
-    Command in = command(CommandKind::kRecvFrom);
-    in.v[0] = to.buffer;
-    in.v[1] = to.offset;
-    in.v[2] = n;
-    in.v[3] = static_cast<uint64_t>(s);
-    in.v[4] = static_cast<uint64_t>(tag);
-    return post_pair(s, out, r, in);
-  });
+  // (Any queue of the source rank may send: the fences say the bytes are written.)
+  queue_.push(
+      [r, q = device_->queue(), s = from->rank, to = *to, from = *from, n](std::stop_token) {
+        const int tag = next_tag();
+        Command out = command(CommandKind::kSendTo);
+        out.v[0] = from.buffer;
+        out.v[1] = from.offset;
+        out.v[2] = n;
+        out.v[3] = static_cast<uint64_t>(r);
+        out.v[4] = static_cast<uint64_t>(tag);
+        Command in = command(CommandKind::kRecvFrom);
+        in.queue = q;
+        in.v[0] = to.buffer;
+        in.v[1] = to.offset;
+        in.v[2] = n;
+        in.v[3] = static_cast<uint64_t>(s);
+        in.v[4] = static_cast<uint64_t>(tag);
+        return post_pair(s, out, r, in);
+      });
   return {};
 }
 
@@ -183,6 +198,7 @@ Status RemoteBackend::signal(backend::Event& event, uint64_t value) {
         }
         const int r = device_->rank();
         Command c = command(CommandKind::kSignal);
+        c.queue = device_->queue();
         c.v[0] = expect_signal(r, event, value);
         Status st = post(r, c);
         if (!st.ok()) signalled(c.v[0], st);
@@ -214,6 +230,7 @@ Status RemoteBackend::all_reduce_async(backend::Collective& group, int /*member*
   auto to = placement_of(dst);
   if (!to.ok()) return to.status();
   Command c = command(CommandKind::kAllReduce);
+  c.queue = device_->queue();
   c.v[0] = g->id();
   c.v[1] = from->buffer;
   c.v[2] = from->offset;
@@ -228,7 +245,9 @@ Status RemoteBackend::all_reduce_async(backend::Collective& group, int /*member*
 Status RemoteBackend::synchronize() {
   Status first = queue_.synchronize();
   const int r = device_->rank();
-  Status remote = ask_status(r, command(CommandKind::kSync));
+  Command sync = command(CommandKind::kSync);
+  sync.queue = device_->queue();
+  Status remote = ask_status(r, sync);
   if (first.ok()) first = remote;
   return first;
 }

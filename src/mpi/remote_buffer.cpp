@@ -50,7 +50,15 @@ size_t RemoteBufferType::free_bytes() const {
 }
 
 Result<std::unique_ptr<memory::Buffer>> RemoteBufferType::allocate(size_t size) {
-  const uint64_t id = next_id_.fetch_add(1);
+  if (budget_ != 0 && in_use_.load() + size > budget_) {
+    return error(ErrorCode::kOutOfMemory,
+                 name_ + ": cannot allocate " + memory::format_bytes(size) + ": " +
+                     memory::format_bytes(in_use_.load()) + " of its budget of " +
+                     memory::format_bytes(budget_) + " is in use");
+  }
+  // Ids are the rank's, whichever of its devices asks.
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id.fetch_add(1);
   Command c;
   c.kind = CommandKind::kAlloc;
   c.v[0] = id;
@@ -105,11 +113,18 @@ Result<uint64_t> RemoteBuffer::where(const core::Tensor& t, size_t offset, size_
   return at + offset;
 }
 
+// The rank's whole-CPU queue has run everything sent to it before (its kept error, if any).
+static Status settled(int rank) {
+  Command c;
+  c.kind = CommandKind::kSync;
+  return ask_status(rank, c);
+}
+
 void RemoteBuffer::zero() {
   Command c;
   c.kind = CommandKind::kZero;
   c.v[0] = id_;
-  (void)post(type_->rank(), c);
+  if (post(type_->rank(), c).ok()) (void)settled(type_->rank());
 }
 
 Status RemoteBuffer::write(core::Tensor& t, const void* src, size_t offset, size_t size) {
@@ -129,13 +144,20 @@ Status RemoteBuffer::write(core::Tensor& t, const void* src, size_t offset, size
   c.kind = CommandKind::kWrite;
   c.v[0] = id_;
   c.v[1] = *at;
-  return post(type_->rank(), c, src, size);
+  STRATA_RETURN_IF_ERROR(post(type_->rank(), c, src, size));
+  return settled(type_->rank());
 }
 
 Status RemoteBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t size) const {
+  return read_on(0, t, dst, offset, size);
+}
+
+Status RemoteBuffer::read_on(int queue, const core::Tensor& t, void* dst, size_t offset,
+                             size_t size) const {
   auto at = where(t, offset, size);
   if (!at.ok()) return at.status();
   Command c;
+  c.queue = queue;
   c.kind = CommandKind::kRead;
   c.v[0] = id_;
   c.v[1] = *at;

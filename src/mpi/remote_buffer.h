@@ -1,6 +1,7 @@
 // Memory of another rank, as rank 0 sees it: an address range that stands for a buffer there.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -26,8 +27,12 @@ std::optional<RemoteSpot> find_remote(const void* p);
 /// translates their addresses to the rank's buffer and offset.
 class RemoteBufferType final : public memory::BufferType {
  public:
-  RemoteBufferType(int rank, std::string name, uint64_t memory_free)
-      : rank_(rank), name_(std::move(name)), free_at_start_(memory_free) {}
+  /// `budget` 0: what the rank had free at start-up is the limit.
+  RemoteBufferType(int rank, std::string name, uint64_t memory_free, size_t budget)
+      : rank_(rank),
+        name_(std::move(name)),
+        free_at_start_(budget != 0 ? std::min<uint64_t>(budget, memory_free) : memory_free),
+        budget_(budget) {}
   std::string_view name() const override { return name_; }
   size_t alignment() const override { return 64; }
   size_t free_bytes() const override;
@@ -43,18 +48,21 @@ class RemoteBufferType final : public memory::BufferType {
   int rank_;
   std::string name_;
   uint64_t free_at_start_;
-  std::atomic<uint64_t> next_id_{1};
+  size_t budget_;
   std::atomic<size_t> in_use_{0};
 };
 
 /// One buffer on a rank. Writes of bytes that lie in a model file's mapping are read by the
-/// rank from its own copy of the file instead of being sent.
+/// rank from its own copy of the file instead of being sent. Writes and zeroing are done when
+/// they return (any of the rank's queues may read the bytes next).
 class RemoteBuffer final : public memory::Buffer {
  public:
   ~RemoteBuffer() override;
   void zero() override;
   Status write(core::Tensor& t, const void* src, size_t offset, size_t size) override;
   Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const override;
+  /// read() by the rank's queue `queue`, after the work queued there before it.
+  Status read_on(int queue, const core::Tensor& t, void* dst, size_t offset, size_t size) const;
 
  private:
   friend class RemoteBufferType;

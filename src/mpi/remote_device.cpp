@@ -1,6 +1,8 @@
 #include "mpi/remote_device.h"
 
+#include <algorithm>
 #include <system_error>
+#include <utility>
 
 #include "backend/host_event.h"
 #include "devices/host_device.h"
@@ -12,11 +14,22 @@ namespace strata::mpi {
 RemoteDevice::RemoteDevice(int rank, const Hello& hello)
     : rank_(rank),
       hello_(hello),
+      cores_(hello.cpus, hello.cpus + std::min(hello.cores, Hello::kMaxCpus)),
       name_("mpi:" + std::to_string(rank)),
-      buffer_type_(rank, name_, hello.memory_free) {}
+      buffer_type_(rank, name_, hello.memory_free, 0) {}
+
+RemoteDevice::RemoteDevice(int rank, const Hello& hello, int index, int queue,
+                           std::vector<int> cores, size_t budget)
+    : rank_(rank),
+      hello_(hello),
+      queue_(queue),
+      cores_(std::move(cores)),
+      budget_(budget),
+      name_("mpi:" + std::to_string(rank) + "/part:" + std::to_string(index)),
+      buffer_type_(rank, name_, hello.memory_free, budget) {}
 
 backend::DeviceMemory RemoteDevice::memory() const {
-  return {buffer_type_.free_bytes(), hello_.memory_total};
+  return {buffer_type_.free_bytes(), budget_ != 0 ? budget_ : hello_.memory_total};
 }
 
 bool RemoteDevice::supports_op(const core::Tensor& node) const {

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/device.h"
 #include "mpi/protocol.h"
@@ -15,7 +16,12 @@ namespace strata::mpi {
 /// Kind kRemote; caps async and events, but not host buffers.
 class RemoteDevice final : public backend::Device {
  public:
+  /// The whole CPU of rank `rank` ("mpi:R").
   RemoteDevice(int rank, const Hello& hello);
+  /// Partition `index` of the rank, served by its queue `queue` on `cores` ("mpi:R/part:K"),
+  /// with a budget (0: the rank's memory).
+  RemoteDevice(int rank, const Hello& hello, int index, int queue, std::vector<int> cores,
+               size_t budget);
 
   std::string_view name() const override { return name_; }
   backend::DeviceKind kind() const override { return backend::DeviceKind::kRemote; }
@@ -33,6 +39,11 @@ class RemoteDevice final : public backend::Device {
       const std::vector<backend::Device*>& members) override;
 
   int rank() const { return rank_; }
+  /// The rank's queue that runs this device's work (0: the whole CPU).
+  int queue() const { return queue_; }
+  /// Logical CPUs on the rank's host.
+  const std::vector<int>& cores() const { return cores_; }
+  size_t budget() const { return budget_; }
   const Hello& hello() const { return hello_; }
   /// A key for a graph this device's rank has not seen.
   uint64_t new_graph_key() { return next_graph_key_++; }
@@ -40,6 +51,9 @@ class RemoteDevice final : public backend::Device {
  private:
   int rank_;
   Hello hello_;
+  int queue_ = 0;
+  std::vector<int> cores_;
+  size_t budget_ = 0;
   std::string name_;
   RemoteBufferType buffer_type_;
   std::atomic<uint64_t> next_graph_key_{1};

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -28,92 +30,201 @@
 namespace strata::mpi {
 namespace {
 
+std::string here() {
+  return "mpi:" + std::to_string(rank());
+}
+
+// The rank's memory, shared by its queues: buffers rank 0 allocated, and the files weights
+// are read from.
+class RankMemory {
+ public:
+  ~RankMemory() {
+    for (auto& [path, fd] : files_) ::close(fd);
+  }
+
+  // The bytes [offset, offset + size) of buffer `id`, or an error naming what is wrong.
+  Result<uint8_t*> span(uint64_t id, uint64_t offset, uint64_t size) const {
+    std::lock_guard lock(mutex_);
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) {
+      return error(ErrorCode::kInternal, here() + ": no buffer " + std::to_string(id));
+    }
+    const memory::Buffer& b = *it->second;
+    if (offset > b.size() || size > b.size() - offset) {
+      return error(ErrorCode::kInternal, here() + ": bytes " + std::to_string(offset) + "+" +
+                                             std::to_string(size) + " are outside buffer " +
+                                             std::to_string(id));
+    }
+    return static_cast<uint8_t*>(b.base()) + offset;
+  }
+  memory::Buffer* buffer(uint64_t id) const {
+    std::lock_guard lock(mutex_);
+    auto it = buffers_.find(id);
+    return it == buffers_.end() ? nullptr : it->second.get();
+  }
+  Status allocate(uint64_t id, uint64_t size) {
+    auto buf = memory::host_buffer_type().allocate(size);
+    if (!buf.ok()) return buf.status();
+    std::memset((*buf)->base(), 0, (*buf)->size());
+    std::lock_guard lock(mutex_);
+    buffers_[id] = std::move(buf).value();
+    return {};
+  }
+  void free(uint64_t id) {
+    std::unique_ptr<memory::Buffer> gone;
+    std::lock_guard lock(mutex_);
+    if (auto it = buffers_.find(id); it != buffers_.end()) {
+      gone = std::move(it->second);
+      buffers_.erase(it);
+    }
+  }
+  void zero(uint64_t id) {
+    if (memory::Buffer* b = buffer(id)) std::memset(b->base(), 0, b->size());
+  }
+  // v0 buffer, v1 offset, v2 file offset, v3 size; the payload is the path.
+  Status load(const Command& c, const std::string& path) {
+    auto dst = span(c.v[0], c.v[1], c.v[3]);
+    if (!dst.ok()) return dst.status();
+    const int fd = file(path);
+    if (fd < 0) {
+      return error(ErrorCode::kIo,
+                   here() + ": cannot open '" + path + "': " + std::strerror(errno));
+    }
+    for (uint64_t done = 0; done < c.v[3];) {
+      const ssize_t got =
+          ::pread(fd, *dst + done, c.v[3] - done, static_cast<off_t>(c.v[2] + done));
+      if (got <= 0) {
+        return error(ErrorCode::kIo, here() + ": '" + path + "' ends before byte " +
+                                         std::to_string(c.v[2] + c.v[3]));
+      }
+      done += static_cast<uint64_t>(got);
+    }
+    return {};
+  }
+
+ private:
+  int file(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    if (auto it = files_.find(path); it != files_.end()) return it->second;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) files_[path] = fd;
+    return fd;
+  }
+
+  mutable std::mutex mutex_;
+  std::unordered_map<uint64_t, std::unique_ptr<memory::Buffer>> buffers_;
+  std::unordered_map<std::string, int> files_;
+};
+
 struct Graph {
   DecodedGraph decoded;
   std::vector<Placement> placements;
 };
 
-// One rank's device: its buffers, the graphs rank 0 defined, the files it reads weights
-// from, and the first error since rank 0 last asked (later work is skipped until then).
-class Service {
+class Rank;
+
+// One queue of the rank (its whole CPU, or one partition): runs its commands in order on its
+// own cores, keeping the first error since rank 0 last asked (later work is skipped until
+// then, all-reduces excepted).
+class Queue {
  public:
-  Service() : pool_(std::max<int>(1, static_cast<int>(devices::allowed_cpus().size()))) {}
-  ~Service() {
-    for (auto& [path, fd] : files_) ::close(fd);
-  }
+  Queue(Rank& rank, RankMemory& memory, const std::vector<int>& cores)
+      : rank_(&rank), memory_(&memory), pool_(std::max<int>(1, static_cast<int>(cores.size()))) {}
 
   // False once told to stop.
   bool handle(const Command& c, std::string& payload);
+  // Worker i > 0 of the team computes on cores[i] from now on.
+  void pin(const std::vector<int>& cores) {
+    pool_.run([&cores](int ith, int) {
+      if (ith == 0 || static_cast<size_t>(ith) >= cores.size()) return;
+      const int one[] = {cores[static_cast<size_t>(ith)]};
+      (void)devices::pin_current_thread(one);
+    });
+  }
 
  private:
   Status keep(Status st) {
     if (error_.ok() && !st.ok()) error_ = st;
     return st;
   }
-  Status reply(const Command& c, const Status& st) {
+  static Status reply(const Command& c, const Status& st) {
     const WireStatus w = WireStatus::from(st);
     return send(0, c.reply_tag, &w, sizeof w);
   }
-  // The bytes [offset, offset + size) of buffer `id`, or an error naming what is wrong.
-  Result<uint8_t*> span(uint64_t id, uint64_t offset, uint64_t size) const;
   Status run(const Command& c, std::string_view changes);
-  Status load(const Command& c, const std::string& path);
-  int file(const std::string& path);
+  void all_reduce(const Command& c, const std::string& payload);
 
+  Rank* rank_;
+  RankMemory* memory_;
   cpu::ThreadPool pool_;
   std::vector<uint8_t> scratch_;
-  std::unordered_map<uint64_t, std::unique_ptr<memory::Buffer>> buffers_;
   std::unordered_map<uint64_t, Graph> graphs_;
-  std::unordered_map<std::string, int> files_;
   Status error_;
 };
 
-Result<uint8_t*> Service::span(uint64_t id, uint64_t offset, uint64_t size) const {
-  auto it = buffers_.find(id);
-  if (it == buffers_.end()) {
-    return error(ErrorCode::kInternal,
-                 "mpi:" + std::to_string(rank()) + ": no buffer " + std::to_string(id));
-  }
-  const memory::Buffer& b = *it->second;
-  if (offset > b.size() || size > b.size() - offset) {
-    return error(ErrorCode::kInternal, "mpi:" + std::to_string(rank()) + ": bytes " +
-                                           std::to_string(offset) + "+" + std::to_string(size) +
-                                           " are outside buffer " + std::to_string(id));
-  }
-  return static_cast<uint8_t*>(b.base()) + offset;
-}
-
-int Service::file(const std::string& path) {
-  if (auto it = files_.find(path); it != files_.end()) return it->second;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) files_[path] = fd;
-  return fd;
-}
-
-Status Service::load(const Command& c, const std::string& path) {
-  auto dst = span(c.v[0], c.v[1], c.v[3]);
-  if (!dst.ok()) return dst.status();
-  const int fd = file(path);
-  if (fd < 0) {
-    return error(ErrorCode::kIo, "mpi:" + std::to_string(rank()) + ": cannot open '" + path +
-                                     "': " + std::strerror(errno));
-  }
-  for (uint64_t done = 0; done < c.v[3];) {
-    const ssize_t got = ::pread(fd, *dst + done, c.v[3] - done, static_cast<off_t>(c.v[2] + done));
-    if (got <= 0) {
-      return error(ErrorCode::kIo, "mpi:" + std::to_string(rank()) + ": '" + path +
-                                       "' ends before byte " + std::to_string(c.v[2] + c.v[3]));
+// Receives one queue's commands until it is told to stop.
+void serve_queue(Queue& q, int queue) {
+  std::string payload;
+  for (;;) {
+    Command c;
+    if (!recv(0, command_tag(queue), &c, sizeof c).ok()) return;
+    payload.resize(c.payload);
+    if (c.payload != 0 && !recv(0, payload_tag(queue), payload.data(), payload.size()).ok()) {
+      return;
     }
-    done += static_cast<uint64_t>(got);
+    if (!q.handle(c, payload)) return;
   }
-  return {};
 }
 
-Status Service::run(const Command& c, std::string_view changes) {
+// The rank: its memory, its whole-CPU queue (served by the main thread) and the partitions
+// rank 0 asked for (each served by a thread of its own).
+class Rank {
+ public:
+  Rank() : whole_(*this, memory_, devices::allowed_cpus()) {}
+  ~Rank() {
+    for (auto& t : threads_) t.join();
+  }
+  void serve() { serve_queue(whole_, 0); }
+
+  // v0 count, v1 budget, v2 the first one's queue.
+  void make_partitions(const Command& c) {
+    auto plan = devices::plan_partitions(static_cast<int>(c.v[0]), c.v[1]);
+    Status st = plan.status();
+    if (st.ok() && c.v[2] + plan->size() > static_cast<uint64_t>(kMaxQueues)) {
+      st = error(ErrorCode::kInvalidArgument,
+                 here() + ": more than " + std::to_string(kMaxQueues) + " queues");
+    }
+    const WireStatus w = WireStatus::from(st);
+    (void)send(0, c.reply_tag, &w, sizeof w);
+    if (!st.ok()) return;
+    std::vector<PartitionInfo> infos(plan->size());
+    for (size_t k = 0; k < plan->size(); ++k) {
+      const std::vector<int>& cores = (*plan)[k].cores;
+      infos[k].cores = static_cast<int32_t>(cores.size());
+      for (size_t i = 0; i < cores.size() && i < Hello::kMaxCpus; ++i) infos[k].cpus[i] = cores[i];
+      const int queue = static_cast<int>(c.v[2] + k);
+      Queue& q = partitions_.emplace_back(*this, memory_, cores);
+      q.pin(cores);
+      threads_.emplace_back([&q, queue, cores] {
+        // The partition's queue computes on its own cores only.
+        (void)devices::pin_current_thread(cores);
+        serve_queue(q, queue);
+      });
+    }
+    (void)send(0, c.reply_tag, infos.data(), infos.size() * sizeof(PartitionInfo));
+  }
+
+ private:
+  RankMemory memory_;
+  Queue whole_;
+  std::list<Queue> partitions_;  // stable addresses
+  std::vector<std::thread> threads_;
+};
+
+Status Queue::run(const Command& c, std::string_view changes) {
   auto it = graphs_.find(c.v[0]);
   if (it == graphs_.end()) {
-    return error(ErrorCode::kInternal,
-                 "mpi:" + std::to_string(rank()) + ": no graph " + std::to_string(c.v[0]));
+    return error(ErrorCode::kInternal, here() + ": no graph " + std::to_string(c.v[0]));
   }
   Graph& g = it->second;
   STRATA_RETURN_IF_ERROR(apply_changes(changes, g.placements));
@@ -128,16 +239,32 @@ Status Service::run(const Command& c, std::string_view changes) {
       t.buffer = nullptr;
       continue;
     }
-    auto at = span(p.buffer, p.offset, t.nbytes());
+    auto at = memory_->span(p.buffer, p.offset, t.nbytes());
     if (!at.ok()) return at.status().with_context("tensor '" + t.name + "'");
     t.data = *at;
-    t.buffer = buffers_.at(p.buffer).get();
+    t.buffer = memory_->buffer(p.buffer);
   }
-  return cpu::compute_graph(g.decoded.graph, pool_, scratch_)
-      .with_context("mpi:" + std::to_string(rank()));
+  return cpu::compute_graph(g.decoded.graph, pool_, scratch_).with_context(here());
 }
 
-bool Service::handle(const Command& c, std::string& payload) {
+void Queue::all_reduce(const Command& c, const std::string& payload) {
+  // Every member must take part, whatever went wrong here before: the others wait for it.
+  uint64_t n = 0;
+  if (payload.size() == sizeof n) std::memcpy(&n, payload.data(), sizeof n);
+  auto src = memory_->span(c.v[1], c.v[2], n * sizeof(float));
+  auto dst = memory_->span(c.v[3], c.v[4], n * sizeof(float));
+  std::vector<float> stand_in;
+  const bool placed = src.ok() && dst.ok();
+  if (!placed) {
+    (void)keep(src.ok() ? dst.status() : src.status());
+    stand_in.assign(n, 0.0f);
+  }
+  const float* from = placed ? reinterpret_cast<const float*>(*src) : stand_in.data();
+  float* into = placed ? reinterpret_cast<float*>(*dst) : stand_in.data();
+  (void)keep(mpi::all_reduce(c.v[0], from, into, n));
+}
+
+bool Queue::handle(const Command& c, std::string& payload) {
   const auto& v = c.v;
   switch (c.kind) {
     case CommandKind::kHello: {
@@ -153,46 +280,38 @@ bool Service::handle(const Command& c, std::string& payload) {
       (void)send(0, c.reply_tag, &h, sizeof h);
       return true;
     }
-    case CommandKind::kAlloc: {
-      auto buf = memory::host_buffer_type().allocate(v[1]);
-      if (buf.ok()) {
-        std::memset((*buf)->base(), 0, (*buf)->size());
-        buffers_[v[0]] = std::move(buf).value();
-      }
-      (void)reply(c, buf.ok() ? Status() : buf.status());
+    case CommandKind::kAlloc:
+      (void)reply(c, memory_->allocate(v[0], v[1]));
       return true;
-    }
     case CommandKind::kFree:
-      buffers_.erase(v[0]);
+      memory_->free(v[0]);
       return true;
     case CommandKind::kZero:
-      if (auto it = buffers_.find(v[0]); it != buffers_.end()) {
-        std::memset(it->second->base(), 0, it->second->size());
-      }
+      memory_->zero(v[0]);
       return true;
     case CommandKind::kWrite: {
       // The bytes came with the command; rank 0 sends them straight into place when it can.
-      auto dst = span(v[0], v[1], payload.size());
+      auto dst = memory_->span(v[0], v[1], payload.size());
       if (keep(dst.status()).ok()) std::memcpy(*dst, payload.data(), payload.size());
       return true;
     }
     case CommandKind::kLoad:
-      (void)reply(c, load(c, payload));
+      (void)reply(c, memory_->load(c, payload));
       return true;
     case CommandKind::kRead: {
-      auto src = span(v[0], v[1], v[2]);
+      auto src = memory_->span(v[0], v[1], v[2]);
       (void)reply(c, src.status());
       if (src.ok()) (void)send(0, c.reply_tag, *src, v[2]);
       return true;
     }
     case CommandKind::kCopy: {
-      auto dst = span(v[0], v[1], v[4]);
-      auto src = span(v[2], v[3], v[4]);
+      auto dst = memory_->span(v[0], v[1], v[4]);
+      auto src = memory_->span(v[2], v[3], v[4]);
       if (keep(dst.status()).ok() && keep(src.status()).ok()) std::memmove(*dst, *src, v[4]);
       return true;
     }
     case CommandKind::kSendTo: {
-      auto src = span(v[0], v[1], v[2]);
+      auto src = memory_->span(v[0], v[1], v[2]);
       if (!keep(src.status()).ok()) {
         // The receiver waits for these bytes whatever happened here.
         const std::vector<uint8_t> zeros(v[2]);
@@ -203,7 +322,7 @@ bool Service::handle(const Command& c, std::string& payload) {
       return true;
     }
     case CommandKind::kRecvFrom: {
-      auto dst = span(v[0], v[1], v[2]);
+      auto dst = memory_->span(v[0], v[1], v[2]);
       std::vector<uint8_t> discard;
       uint8_t* into = dst.ok() ? *dst : (discard.resize(v[2]), discard.data());
       (void)keep(dst.status());
@@ -257,23 +376,12 @@ bool Service::handle(const Command& c, std::string& payload) {
     case CommandKind::kFreeGroup:
       free_group(v[0]);
       return true;
-    case CommandKind::kAllReduce: {
-      // Every member must take part, whatever went wrong here before: the others wait for it.
-      uint64_t n = 0;
-      if (payload.size() == sizeof n) std::memcpy(&n, payload.data(), sizeof n);
-      auto src = span(v[1], v[2], n * sizeof(float));
-      auto dst = span(v[3], v[4], n * sizeof(float));
-      std::vector<float> stand_in;
-      if (!src.ok() || !dst.ok()) {
-        (void)keep(src.ok() ? dst.status() : src.status());
-        stand_in.assign(n, 0.0f);
-      }
-      const float* from =
-          src.ok() && dst.ok() ? reinterpret_cast<const float*>(*src) : stand_in.data();
-      float* into = src.ok() && dst.ok() ? reinterpret_cast<float*>(*dst) : stand_in.data();
-      (void)keep(all_reduce(v[0], from, into, n));
+    case CommandKind::kAllReduce:
+      all_reduce(c, payload);
       return true;
-    }
+    case CommandKind::kMakePartitions:
+      rank_->make_partitions(c);
+      return true;
   }
   return true;
 }
@@ -291,16 +399,11 @@ int serve() {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
-  auto service = std::make_unique<Service>();
-  std::string payload;
-  for (;;) {
-    Command c;
-    if (!recv(0, kTagCommand, &c, sizeof c).ok()) break;
-    payload.resize(c.payload);
-    if (c.payload != 0 && !recv(0, kTagPayload, payload.data(), payload.size()).ok()) break;
-    if (!service->handle(c, payload)) break;
+  {
+    // Rank 0 stops every partition's queue before the whole CPU's.
+    Rank r;
+    r.serve();
   }
-  service.reset();
   heartbeat.request_stop();
   heartbeat.join();
   finalize();

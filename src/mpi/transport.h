@@ -15,7 +15,7 @@ namespace strata::mpi {
 
 /// Message tags. Replies to one request use their own tag from next_tag().
 enum Tag : int {
-  kTagCommand = 1,  ///< rank 0 -> R: a Command
+  kTagCommand = 1,  ///< rank 0 -> R: a Command for queue 0 (see command_tag for the others)
   kTagPayload = 2,  ///< rank 0 -> R: the bytes that follow a Command
   kTagAsync = 3,    ///< R -> rank 0: an AsyncMessage (event reached, heartbeat)
 };

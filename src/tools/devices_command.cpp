@@ -7,6 +7,7 @@
 #include "devices/partition_plan.h"
 #include "devices/registry.h"
 #include "memory/buffer.h"
+#include "mpi/cluster.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
@@ -57,6 +58,11 @@ int devices_command(const std::vector<std::string>& args) {
     }
     auto made = devices::make_partitions(static_cast<int>(partitions), *budget);
     if (!made.ok()) return report_error("devices", made.status().with_context("--partitions"));
+    if (mpi::driving()) {
+      // Under mpirun every rank splits its cores the same way: mpi:R/part:K.
+      auto ranks = mpi::make_partitions(static_cast<int>(partitions), *budget);
+      if (!ranks.ok()) return report_error("devices", ranks.status().with_context("--partitions"));
+    }
   } else if (*budget != 0) {
     return report_error("devices",
                         error(ErrorCode::kInvalidArgument, "--device-mem needs --partitions"));

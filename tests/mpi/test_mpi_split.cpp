@@ -23,6 +23,7 @@ struct MpiCase {
   int64_t ngl;
   bool kv_offload = true;
   bool skip_rank_0 = false;  ///< only the other ranks' devices
+  bool partitions = false;   ///< two partitions of every rank: mpi:R/part:0, mpi:R/part:1
 };
 
 std::vector<MpiCase> cases() {
@@ -34,13 +35,16 @@ std::vector<MpiCase> cases() {
       {"layer_partial_ngl", SplitMode::kLayer, 2},
       {"layer_no_kv_offload", SplitMode::kLayer, 99, false},
       {"layer_other_ranks", SplitMode::kLayer, 99, true, true},
+      {"tensor_rank_partitions", SplitMode::kTensor, 99, true, false, true},
+      {"layer_rank_partitions", SplitMode::kLayer, 99, true, false, true},
   };
 }
 
-std::string rank_devices(bool skip_rank_0) {
+std::string rank_devices(const MpiCase& c) {
   std::string out;
-  for (int r = skip_rank_0 ? 1 : 0; r < mpi::size(); ++r) {
-    out += (out.empty() ? "mpi:" : ",mpi:") + std::to_string(r);
+  for (int r = c.skip_rank_0 ? 1 : 0; r < mpi::size(); ++r) {
+    const std::string rank = "mpi:" + std::to_string(r);
+    out += (out.empty() ? "" : ",") + (c.partitions ? rank + "/part:0," + rank + "/part:1" : rank);
   }
   return out;
 }
@@ -48,7 +52,7 @@ std::string rank_devices(bool skip_rank_0) {
 Result<Opened> open_with(const std::string& path, const MpiCase* c, core::Type kv) {
   OpenParams p;
   if (c != nullptr) {
-    p.devices = rank_devices(c->skip_rank_0);
+    p.devices = rank_devices(*c);
     p.n_gpu_layers = c->ngl;
     p.split_mode = c->mode;
     p.kv_offload = c->kv_offload;

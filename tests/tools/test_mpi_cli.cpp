@@ -69,6 +69,10 @@ TEST_F(MpiCli, SplitsGiveThePlainText) {
            {3, " --devices mpi:1,mpi:2 -sm layer -ngl 3"},
            {2, " --devices mpi:0,mpi:1 -sm layer -ngl 99 --no-kv-offload"},
            {2, " --devices mpi:1 -ngl 2"},
+           // partitions of the ranks' cores: mpi:R/part:K
+           {2, " --devices mpi:1/part:0,mpi:1/part:1 -sm layer -ngl 99"},
+           {2, " --devices mpi:0/part:0,mpi:1/part:0,mpi:1/part:1 -sm tensor -ngl 99"},
+           {3, " --devices mpi:0,mpi:1/part:1,mpi:2/part:0 -sm tensor -ngl 99"},
        }) {
     EXPECT_EQ(text_of(mpirun(c.ranks), "run -m " + kStories + kGreedy + c.layout), plain)
         << c.ranks << " ranks:" << c.layout;
@@ -80,6 +84,24 @@ TEST_F(MpiCli, LoopbackTcpGivesThePlainText) {
   EXPECT_EQ(text_of(mpirun(2, kLoopbackTcp),
                     "run -m " + kStories + kGreedy + " --devices mpi:0,mpi:1 -ngl 99"),
             plain);
+}
+
+TEST_F(MpiCli, DevicesListsEveryRanksPartitions) {
+  const Outcome o = run_script(mpirun(2) + STRATA_BIN + " devices --partitions 2 2>&1");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpi:0/part:1"));
+  EXPECT_THAT(o.out, HasSubstr("mpi:1/part:0"));
+  EXPECT_THAT(o.out, HasSubstr("mpi:1/part:1"));
+}
+
+// A partition of a rank has the budget --device-mem gives it, and says so when it is short.
+TEST_F(MpiCli, RankPartitionBudgetIsKept) {
+  const Outcome o = run_script(mpirun(2) + STRATA_BIN + " run -m " + kStories +
+                               " -p hi -n 2 --devices mpi:1/part:0 -ngl 99 --partitions 2 "
+                               "--device-mem 200K 2>&1");
+  EXPECT_NE(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("mpi:1/part:0: cannot allocate")) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("of its budget of 200 KiB")) << o.out;
 }
 
 TEST_F(MpiCli, TensorSplitMustStartWithRankZero) {
