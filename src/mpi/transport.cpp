@@ -76,20 +76,22 @@ thread_local bool t_heartbeat_thread = false;
                static_cast<unsigned long long>(t.heartbeats.load()));
 }
 
-// Polls with a short spin, then sleeps growing to 1 ms: a rank waiting for another must not
-// take the core that rank computes on when they share one.
+// Polls yielding for a while (a collective or a reply on the critical path of a token usually
+// comes within it), then sleeps growing to 200 us: a rank waiting for another must not take
+// the core that rank computes on when they share one.
 class Backoff {
  public:
   void pause() {
-    if (++spins_ < 64) {
+    if (++spins_ < kSpins) {
       std::this_thread::yield();
       return;
     }
     std::this_thread::sleep_for(sleep_);
-    sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(1000));
+    sleep_ = std::min(sleep_ * 2, std::chrono::microseconds(200));
   }
 
  private:
+  static constexpr int kSpins = 256;
   int spins_ = 0;
   std::chrono::microseconds sleep_{20};
 };
