@@ -56,6 +56,13 @@ Status Buffer::write(core::Tensor& t, const void* src, size_t offset, size_t siz
   return {};
 }
 
+Status Buffer::write_runs(core::Tensor& t, const void* src, std::span<const Run> runs) {
+  for (const Run& r : runs) {
+    STRATA_RETURN_IF_ERROR(write(t, static_cast<const uint8_t*>(src) + r.from, r.to, r.size));
+  }
+  return {};
+}
+
 Status Buffer::read(const core::Tensor& t, void* dst, size_t offset, size_t size) const {
   STRATA_RETURN_IF_ERROR(check_range(t, offset, size));
   std::memcpy(dst, static_cast<const uint8_t*>(t.data) + offset, size);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,13 @@ class Buffer {
   virtual Status write(core::Tensor& t, const void* src, size_t offset, size_t size);
   /// Copies bytes out of a placed tensor.
   virtual Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const;
+  /// One run of write_runs: `size` bytes from `src + from` into the tensor at byte `to`.
+  struct Run {
+    size_t from = 0, to = 0, size = 0;
+  };
+  /// Writes every run (a shard's pieces of a whole tensor). The default writes them one by
+  /// one; memory of another process takes them as one request.
+  virtual Status write_runs(core::Tensor& t, const void* src, std::span<const Run> runs);
 
  private:
   BufferType* type_;

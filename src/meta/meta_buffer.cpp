@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "meta/meta_device.h"
 
@@ -194,11 +195,11 @@ Status MetaBuffer::write(core::Tensor& t, const void* src, size_t offset, size_t
         STRATA_RETURN_IF_ERROR(holder->write(shard, src, 0, size));
         continue;
       }
-      Status st;
+      std::vector<memory::Buffer::Run> runs;
       for_each_piece_run(t, shard, s->axis, s->pieces[d], [&](size_t wo, size_t so, size_t len) {
-        if (st.ok()) st = holder->write(shard, static_cast<const uint8_t*>(src) + wo, so, len);
+        runs.push_back({wo, so, len});
       });
-      STRATA_RETURN_IF_ERROR(st);
+      STRATA_RETURN_IF_ERROR(holder->write_runs(shard, src, runs));
     } else if (s->axis < 0) {
       std::memcpy(shard.data, src, size);
     } else {

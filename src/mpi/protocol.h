@@ -36,6 +36,9 @@ enum class CommandKind : uint32_t {
                     ///< payload: the float count (uint64). Runs even after an error.
   kMakePartitions,  ///< v0 count, v1 budget each, v2 the first one's queue; reply: a
                     ///< WireStatus, then `count` PartitionInfo
+  kLoadRuns,        ///< v0 buffer id, v1 offset, v2 file offset, v3 run count; payload: the runs
+                    ///< (from, to, size as uint64 each, from relative to the file offset), then the
+                    ///< path; reply: a WireStatus
 };
 
 /// Queue 0 is the rank's whole CPU (and takes the commands of buffers); each partition of the

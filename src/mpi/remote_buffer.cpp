@@ -2,8 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "backend/checks.h"
 #include "memory/file_regions.h"
@@ -146,6 +148,33 @@ Status RemoteBuffer::write(core::Tensor& t, const void* src, size_t offset, size
   c.v[1] = *at;
   STRATA_RETURN_IF_ERROR(post(type_->rank(), c, src, size));
   return settled(type_->rank());
+}
+
+Status RemoteBuffer::write_runs(core::Tensor& t, const void* src, std::span<const Run> runs) {
+  size_t from_end = 0;
+  for (const Run& r : runs) {
+    STRATA_RETURN_IF_ERROR(where(t, r.to, r.size).status());
+    from_end = std::max(from_end, r.from + r.size);
+  }
+  auto spot = memory::find_file_spot(src);
+  if (!spot || spot->left < from_end) return Buffer::write_runs(t, src, runs);
+  auto at = where(t, 0, 0);
+  if (!at.ok()) return at.status();
+  std::string payload(runs.size() * 3 * sizeof(uint64_t), '\0');
+  auto* fields = reinterpret_cast<uint64_t*>(payload.data());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    fields[3 * i] = runs[i].from;
+    fields[3 * i + 1] = runs[i].to;
+    fields[3 * i + 2] = runs[i].size;
+  }
+  payload += spot->path;
+  Command c;
+  c.kind = CommandKind::kLoadRuns;
+  c.v[0] = id_;
+  c.v[1] = *at;
+  c.v[2] = spot->offset;
+  c.v[3] = runs.size();
+  return ask_status(type_->rank(), c, payload.data(), payload.size());
 }
 
 Status RemoteBuffer::read(const core::Tensor& t, void* dst, size_t offset, size_t size) const {

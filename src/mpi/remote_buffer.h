@@ -60,6 +60,8 @@ class RemoteBuffer final : public memory::Buffer {
   ~RemoteBuffer() override;
   void zero() override;
   Status write(core::Tensor& t, const void* src, size_t offset, size_t size) override;
+  /// Runs whose bytes lie in a model file's mapping are read by the rank in one request.
+  Status write_runs(core::Tensor& t, const void* src, std::span<const Run> runs) override;
   Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const override;
   /// read() by the rank's queue `queue`, after the work queued there before it.
   Status read_on(int queue, const core::Tensor& t, void* dst, size_t offset, size_t size) const;

@@ -83,26 +83,44 @@ class RankMemory {
   }
   // v0 buffer, v1 offset, v2 file offset, v3 size; the payload is the path.
   Status load(const Command& c, const std::string& path) {
-    auto dst = span(c.v[0], c.v[1], c.v[3]);
+    return load_run(c.v[0], c.v[1], c.v[2], c.v[3], path);
+  }
+  // kLoadRuns: the runs, then the path.
+  Status load_runs(const Command& c, const std::string& payload) {
+    const size_t head = c.v[3] * 3 * sizeof(uint64_t);
+    if (c.v[3] > payload.size() / (3 * sizeof(uint64_t))) {
+      return error(ErrorCode::kMalformed, here() + ": a load of runs without its runs");
+    }
+    const std::string path = payload.substr(head);
+    for (uint64_t i = 0; i < c.v[3]; ++i) {
+      uint64_t run[3];
+      std::memcpy(run, payload.data() + i * sizeof run, sizeof run);
+      STRATA_RETURN_IF_ERROR(load_run(c.v[0], c.v[1] + run[1], c.v[2] + run[0], run[2], path));
+    }
+    return {};
+  }
+
+ private:
+  Status load_run(uint64_t buffer, uint64_t offset, uint64_t file_offset, uint64_t size,
+                  const std::string& path) {
+    auto dst = span(buffer, offset, size);
     if (!dst.ok()) return dst.status();
     const int fd = file(path);
     if (fd < 0) {
       return error(ErrorCode::kIo,
                    here() + ": cannot open '" + path + "': " + std::strerror(errno));
     }
-    for (uint64_t done = 0; done < c.v[3];) {
+    for (uint64_t done = 0; done < size;) {
       const ssize_t got =
-          ::pread(fd, *dst + done, c.v[3] - done, static_cast<off_t>(c.v[2] + done));
+          ::pread(fd, *dst + done, size - done, static_cast<off_t>(file_offset + done));
       if (got <= 0) {
         return error(ErrorCode::kIo, here() + ": '" + path + "' ends before byte " +
-                                         std::to_string(c.v[2] + c.v[3]));
+                                         std::to_string(file_offset + size));
       }
       done += static_cast<uint64_t>(got);
     }
     return {};
   }
-
- private:
   int file(const std::string& path) {
     std::lock_guard lock(mutex_);
     if (auto it = files_.find(path); it != files_.end()) return it->second;
@@ -297,6 +315,9 @@ bool Queue::handle(const Command& c, std::string& payload) {
     }
     case CommandKind::kLoad:
       (void)reply(c, memory_->load(c, payload));
+      return true;
+    case CommandKind::kLoadRuns:
+      (void)reply(c, memory_->load_runs(c, payload));
       return true;
     case CommandKind::kRead: {
       auto src = memory_->span(v[0], v[1], v[2]);
