@@ -137,6 +137,29 @@ TEST_F(MpiCli, ServeGivesThePlainText) {
   EXPECT_THAT(o.out, HasSubstr(R"("text":")" + expected.substr(0, expected.find('\n')))) << o.out;
 }
 
+// perplexity and bench run under mpirun like run: a layer split scores the text as the plain
+// run does, a tensor split within its rounding.
+TEST_F(MpiCli, PerplexityAndBenchRunAcrossRanks) {
+  const std::string text = std::string(STRATA_SHARED_DIR) + "/README.md";
+  auto final_ppl = [](const std::string& out) {
+    const size_t at = out.rfind("PPL = ");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + 6));
+  };
+  const double plain = final_ppl(run("perplexity -m " + kStories + " -f " + text + " -c 64").out);
+  ASSERT_GT(plain, 0);
+  const Outcome layer = run_script(mpirun(3) + STRATA_BIN + " perplexity -m " + kStories + " -f " +
+                                   text + " -c 64 --devices mpi:1,mpi:2 -ngl 99 2>&1");
+  EXPECT_EQ(final_ppl(layer.out), plain) << layer.out;
+  const Outcome tensor = run_script(mpirun(2) + STRATA_BIN + " perplexity -m " + kStories + " -f " +
+                                    text + " -c 64 --devices mpi:0,mpi:1 -sm tensor -ngl 99 2>&1");
+  EXPECT_NEAR(final_ppl(tensor.out), plain, 1e-4 * plain) << tensor.out;
+  const Outcome bench =
+      run_script(mpirun(2) + STRATA_BIN + " bench -m " + kStories +
+                 " -p 16 -n 4 -r 1 --devices mpi:0,mpi:1 -sm tensor -ngl 99 2>&1");
+  EXPECT_EQ(bench.exit_code, 0) << bench.out;
+  EXPECT_THAT(bench.out, HasSubstr("tg4"));
+}
+
 TEST_F(MpiCli, MpiDevicesWithoutMpirunAreAnError) {
   const Outcome o = run("run -m " + kStories + " -p hi -n 2 --devices mpi:0,mpi:1");
   EXPECT_EQ(o.exit_code, 2) << o.out;
