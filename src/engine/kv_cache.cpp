@@ -14,19 +14,25 @@ namespace {
 // under a tensor split. Split shards keep their rows side by side in the home (shard d's rows
 // after those of shards 0..d-1, `cells` of each); mirrored shards are copies, read alike and
 // written back once.
-std::vector<KvPaging::Part> parts_of(const core::Tensor& t, int64_t cells) {
+bool in_another_process(const core::Tensor& t) {
+  return !static_cast<memory::Buffer*>(t.buffer)->is_host();
+}
+
+std::vector<KvPaging::Part> parts_of(core::Tensor& t, int64_t cells) {
   const meta::Sharded* s = meta::shards_of(t);
   if (s == nullptr) {
-    return {{static_cast<uint8_t*>(t.data), core::row_size(t.type, t.ne[0]), 0, true}};
+    return {{&t, static_cast<uint8_t*>(t.data), core::row_size(t.type, t.ne[0]), 0, true,
+             in_another_process(t)}};
   }
   std::vector<KvPaging::Part> parts;
   size_t before = 0;  // bytes per cell of the shards before this one
   for (size_t d = 0; d < s->shard.size(); ++d) {
-    const core::Tensor& shard = *s->shard[d];
+    core::Tensor& shard = *s->shard[d];
     const size_t row = core::row_size(shard.type, shard.ne[0]);
     const bool mirrored = s->axis < 0;
-    parts.push_back({static_cast<uint8_t*>(shard.data), row,
-                     mirrored ? 0 : before * static_cast<size_t>(cells), !mirrored || d == 0});
+    parts.push_back({&shard, static_cast<uint8_t*>(shard.data), row,
+                     mirrored ? 0 : before * static_cast<size_t>(cells), !mirrored || d == 0,
+                     in_another_process(shard)});
     before += row;
   }
   return parts;
@@ -138,10 +144,6 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
               (pg != nullptr ? std::to_string(g.tensors.size() / 2) + " resident of " : "") +
               std::to_string(g.layers.size()) + " layers of " + std::to_string(config.n_cells) +
               " cells: " + buf.status().message());
-    }
-    if (pg != nullptr && !(*buf)->is_host()) {
-      return error(ErrorCode::kUnsupported, "kv cache: paging into " + std::string(g.type->name()) +
-                                                " needs memory the host can address");
     }
     // Split across devices by KV heads, like the K and V projections that fill them.
     memory::TensorSplit by_head;

@@ -43,12 +43,15 @@ struct KvCacheConfig {
 struct KvPaging {
   /// Where a slot's K (or V) bytes live: the tensor itself, or under a tensor split each
   /// member's shard, which pages its own KV heads. A part's rows (`row` bytes per cell) are
-  /// kept in the home from `home_offset` within the layer's K (or V) region.
+  /// kept in the home from `home_offset` within the layer's K (or V) region. A part in
+  /// memory of another process (an MPI rank) is read and written through its buffer.
   struct Part {
+    core::Tensor* tensor = nullptr;  ///< the slot's tensor or the shard
     uint8_t* data = nullptr;
     size_t row = 0;
     size_t home_offset = 0;
     bool write_back = true;  ///< false for every copy of a mirrored shard but the first
+    bool remote = false;     ///< the host cannot address `data`
   };
   struct Slot {
     core::Tensor* k = nullptr;

@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "memory/buffer.h"
+
 namespace strata::engine {
 namespace {}  // namespace
 
@@ -61,8 +63,16 @@ Status KvPager::write_back(const std::vector<KvPaging::Part>& parts, size_t home
                            size_t n) {
   for (const KvPaging::Part& p : parts) {
     if (!p.write_back) continue;
-    STRATA_RETURN_IF_ERROR(paging_->home->write(home + p.home_offset + first * p.row,
-                                                p.data + first * p.row, n * p.row));
+    const uint8_t* src = p.data + first * p.row;
+    if (p.remote) {
+      // The compute that wrote these cells is done (the pager waited for its layer).
+      if (staging_.size() < n * p.row) staging_.resize(n * p.row);
+      STRATA_RETURN_IF_ERROR(static_cast<memory::Buffer*>(p.tensor->buffer)
+                                 ->read(*p.tensor, staging_.data(), first * p.row, n * p.row));
+      src = staging_.data();
+    }
+    STRATA_RETURN_IF_ERROR(
+        paging_->home->write(home + p.home_offset + first * p.row, src, n * p.row));
     bytes_out_ += n * p.row;
   }
   return {};
@@ -70,7 +80,14 @@ Status KvPager::write_back(const std::vector<KvPaging::Part>& parts, size_t home
 
 Status KvPager::read_in(const std::vector<KvPaging::Part>& parts, size_t home, size_t n) {
   for (const KvPaging::Part& p : parts) {
-    STRATA_RETURN_IF_ERROR(paging_->home->read(home + p.home_offset, p.data, n * p.row));
+    if (!p.remote) {
+      STRATA_RETURN_IF_ERROR(paging_->home->read(home + p.home_offset, p.data, n * p.row));
+    } else {
+      if (staging_.size() < n * p.row) staging_.resize(n * p.row);
+      STRATA_RETURN_IF_ERROR(paging_->home->read(home + p.home_offset, staging_.data(), n * p.row));
+      STRATA_RETURN_IF_ERROR(static_cast<memory::Buffer*>(p.tensor->buffer)
+                                 ->write(*p.tensor, staging_.data(), 0, n * p.row));
+    }
     bytes_in_ += n * p.row;
   }
   return {};

@@ -81,6 +81,7 @@ class KvPager {
   LayerTimelines timelines_;
   backend::Event* admit_;
   std::vector<SlotState> slots_;  // pager thread only
+  std::vector<uint8_t> staging_;  // pager thread only: cells of a part in another process
   uint64_t jobs_posted_ = 0;      // caller thread only
 
   mutable std::mutex mutex_;

@@ -82,27 +82,61 @@ WeightStreamingStats WeightPager::stats() const {
 
 Status WeightPager::read_layer(const model::WeightStream::Layer& layer) {
   for (const model::WeightStream::Piece& p : layer.pieces) {
-    // A tensor split across devices is read whole, then scattered to its shards.
-    const bool sharded = meta::shards_of(*p.tensor) != nullptr;
-    if (sharded && staging_.size() < p.size) staging_.resize(p.size);
-    auto* dst = sharded ? staging_.data() : static_cast<uint8_t*>(p.tensor->data);
-    size_t done = 0;
-    while (done < p.size) {
-      const ssize_t got =
-          ::pread(fd_, dst + done, p.size - done, static_cast<off_t>(p.file_offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        const std::string why = got < 0 ? std::strerror(errno) : "the file ends early";
-        return error(ErrorCode::kIo, "streaming weights: reading '" + p.tensor->name + "' from " +
-                                         stream_->path + ": " + why);
-      }
-      done += static_cast<size_t>(got);
-      bytes_read_ += static_cast<uint64_t>(got);
+    auto* buffer = static_cast<memory::Buffer*>(p.tensor->buffer);
+    if (meta::shards_of(*p.tensor) != nullptr || !buffer->is_host()) {
+      // A split tensor is scattered to its shards, and memory of another process is written
+      // through its buffer: from the mapping, so a rank with its own copy of the file reads
+      // the bytes there instead of receiving them.
+      STRATA_RETURN_IF_ERROR(write_through_buffer(p, *buffer));
+      continue;
     }
-    if (sharded) {
-      STRATA_RETURN_IF_ERROR(static_cast<memory::Buffer*>(p.tensor->buffer)
-                                 ->write(*p.tensor, staging_.data(), 0, p.size));
+    STRATA_RETURN_IF_ERROR(read_file(p, static_cast<uint8_t*>(p.tensor->data)));
+  }
+  return {};
+}
+
+namespace {
+
+// Whether any of t's bytes (its own, or a shard's) lie in memory this process cannot address.
+bool lies_in_another_process(const core::Tensor& t) {
+  if (const meta::Sharded* s = meta::shards_of(t)) {
+    for (const core::Tensor* shard : s->shard) {
+      if (shard != nullptr && !static_cast<memory::Buffer*>(shard->buffer)->is_host()) return true;
     }
+    return false;
+  }
+  return !static_cast<memory::Buffer*>(t.buffer)->is_host();
+}
+
+}  // namespace
+
+Status WeightPager::write_through_buffer(const model::WeightStream::Piece& p,
+                                         memory::Buffer& buffer) {
+  // Host memory gets the bytes by explicit reads, as unsharded tensors do.
+  const void* src = lies_in_another_process(*p.tensor) ? p.mapped : nullptr;
+  if (src == nullptr) {
+    if (staging_.size() < p.size) staging_.resize(p.size);
+    STRATA_RETURN_IF_ERROR(read_file(p, staging_.data()));
+    src = staging_.data();
+  } else {
+    bytes_read_ += p.size;
+  }
+  return buffer.write(*p.tensor, src, 0, p.size);
+}
+
+Status WeightPager::read_file(const model::WeightStream::Piece& p, uint8_t* dst) {
+  size_t done = 0;
+  while (done < p.size) {
+    const ssize_t got =
+        ::pread(fd_, dst + done, p.size - done, static_cast<off_t>(p.file_offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const std::string why = got < 0 ? std::strerror(errno) : "the file ends early";
+      return error(ErrorCode::kIo, "streaming weights: reading '" + p.tensor->name + "' from " +
+                                       stream_->path + ": " + why);
+    }
+    done += static_cast<size_t>(got);
+    bytes_read_ += static_cast<uint64_t>(got);
   }
   return {};
 }

@@ -71,6 +71,11 @@ class WeightPager {
   void serve(std::stop_token stop);
   Status bring_in(const Use& use, std::stop_token stop);
   Status read_layer(const model::WeightStream::Layer& layer);
+  // A piece whose tensor is split or lies in another process's memory, written through its
+  // buffer.
+  Status write_through_buffer(const model::WeightStream::Piece& p, memory::Buffer& buffer);
+  // Reads a piece's bytes from the file with explicit reads, counting them.
+  Status read_file(const model::WeightStream::Piece& p, uint8_t* dst);
 
   const model::WeightStream* stream_;
   int fd_;

@@ -79,6 +79,38 @@ TEST_F(MpiCli, SplitsGiveThePlainText) {
   }
 }
 
+// Paged execution, KV paging and weight streaming with the KV cache and the weights in the
+// ranks' memory: the pagers write and read it through the ranks' buffers, and streamed weights
+// are read by each rank from its own copy of the file (rank 0 sends less than one layer).
+TEST_F(MpiCli, PagingIntoRanksGivesThePlainText) {
+  const std::string plain = text_of("", "run -m " + kStories + kGreedy);
+  ASSERT_THAT(plain, HasSubstr("Once upon a time"));
+  for (const std::string& layout : {
+           std::string(" --devices mpi:0,mpi:1 -sm layer -ngl 99 --paged"),
+           std::string(" --devices mpi:0,mpi:1 -sm tensor -ngl 99 --paged"),
+           std::string(" --devices mpi:0,mpi:1 -sm layer -ngl 99 --kv-resident 50%"),
+           std::string(" --devices mpi:0,mpi:1 -sm tensor -ngl 99 --kv-resident 40%"),
+           std::string(
+               " --devices mpi:0,mpi:1 -sm layer -ngl 3 --stream-slots 2 --kv-resident 40%"),
+           std::string(" --devices mpi:0,mpi:1 -sm tensor -ngl 99 --stream-slots 2"),
+       }) {
+    EXPECT_EQ(text_of(mpirun(2), "run -m " + kStories + kGreedy + layout), plain) << layout;
+  }
+  const Outcome o =
+      run_script("STRATA_MPI_TRAFFIC=1 " + mpirun(2) + STRATA_BIN + " run -m " + kStories +
+                 kGreedy + " --devices mpi:0,mpi:1 -sm tensor -ngl 99 --stream-slots 2 -v 2>&1");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("weight streaming: 5 layers")) << o.out;
+  const size_t at = o.out.find("mpi: rank 0 sent ");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  const size_t messages_end = o.out.find(" messages, ", at);
+  ASSERT_NE(messages_end, std::string::npos) << o.out;
+  const double sent = std::stod(o.out.substr(messages_end + 11));
+  // Streaming reads the five layers (888 KiB) again for every token; sending them would be
+  // tens of MiB.
+  EXPECT_LT(sent, 4.0 * 1024 * 1024) << o.out;
+}
+
 TEST_F(MpiCli, LoopbackTcpGivesThePlainText) {
   const std::string plain = text_of("", "run -m " + kStories + kGreedy);
   EXPECT_EQ(text_of(mpirun(2, kLoopbackTcp),

@@ -109,7 +109,8 @@ Status place_streamed(const gguf::File& file, Weights& w, memory::BufferType& ty
       layer_bytes.push_back(0);
     }
     const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
-    layers.back().pieces.push_back({t, file.data_section_offset() + info->offset, info->size});
+    layers.back().pieces.push_back(
+        {t, file.data_section_offset() + info->offset, info->size, file.tensor_data(*info)});
     layers.back().bytes += bytes;
     layer_bytes.back() += bytes;
   }

@@ -69,6 +69,9 @@ struct WeightStream {
     core::Tensor* tensor = nullptr;
     uint64_t file_offset = 0;  ///< where its bytes start in the file
     size_t size = 0;
+    /// Its bytes in the model's read-only mapping: memory of another process (an MPI rank)
+    /// is written from there, which has the rank read its own copy of the file.
+    const void* mapped = nullptr;
   };
   struct Layer {
     int64_t layer = 0;
