@@ -145,10 +145,12 @@ void register_all() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }
-  // A whole prefill micro-batch (512 tokens) through an FFN projection, for the K-quant types
-  // whose packed kernels are tiled for it.
-  for (const auto& [name, type] : {std::pair{"q4_k", Type::kQ4_K}, std::pair{"q5_k", Type::kQ5_K},
-                                   std::pair{"q6_k", Type::kQ6_K}}) {
+  // A whole prefill micro-batch (512 tokens) through an FFN projection: the compute-bound case.
+  for (const auto& [name, type] :
+       {std::pair{"f32", Type::kF32}, std::pair{"f16", Type::kF16}, std::pair{"bf16", Type::kBF16},
+        std::pair{"q8_0", Type::kQ8_0}, std::pair{"q4_0", Type::kQ4_0},
+        std::pair{"q4_k", Type::kQ4_K}, std::pair{"q5_k", Type::kQ5_K},
+        std::pair{"q6_k", Type::kQ6_K}}) {
     benchmark::RegisterBenchmark((std::string("MulMatPrefill/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 5632, 512})
         ->Unit(benchmark::kMillisecond)

@@ -450,9 +450,16 @@ using BF16Dot = BF16PairDot;
 using BF16Dot = FloatDot<BF16Elem>;
 #endif
 
-// 4 weight rows x 2 activation rows: 8 independent accumulator chains hide the FMA latency.
+// 4 weight rows x 6 activation rows with AVX-512 (24 of its 32 registers): enough independent
+// accumulator chains to keep both FMA (or vdpbf16ps) pipes busy through their latency, and each
+// loaded (and converted) vector feeds 4 or 6 of them. Without AVX-512 a Lanes16 takes two of
+// the 16 registers, so 4 x 2.
 constexpr int kMaxW = 4;
+#if defined(STRATA_DOT_FLOAT_512)
+constexpr int kMaxA = 6;
+#else
 constexpr int kMaxA = 2;
+#endif
 
 }  // namespace
 
