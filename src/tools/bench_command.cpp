@@ -115,7 +115,10 @@ ModelFacts model_facts(const std::string& path, const model::Model& m) {
   for (char ch : core::type_name(type)) {
     f.type += static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
   }
-  f.kind = core::is_quantized(type) ? ComputeKind::kInt8Dot : ComputeKind::kF32Fma;
+  f.kind = core::is_quantized(type) ? ComputeKind::kInt8Dot
+           : type == core::Type::kBF16 && cpu::kernel_set().bf16_pairs
+               ? ComputeKind::kBF16Dot  // the kernels' instruction, and twice the f32 peak
+               : ComputeKind::kF32Fma;
   // A generated token reads every matrix once, but of an untied embedding table only its row.
   f.weight_bytes_per_token = f.bytes;
   const core::Tensor* embd = m.weights().tok_embd;

@@ -74,6 +74,7 @@ using RawBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
 #define STRATA_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define STRATA_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
 #define STRATA_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define STRATA_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
 #define STRATA_TARGET_AVX_VNNI __attribute__((target("avx2,fma,avxvnni")))
 
 bool cpu_has(const char* what) {
@@ -86,6 +87,9 @@ bool cpu_has(const char* what) {
   }
   if (std::strcmp(what, "avx512vnni") == 0) {
     return cpu_has("avx512") && __builtin_cpu_supports("avx512vnni");
+  }
+  if (std::strcmp(what, "avx512bf16") == 0) {
+    return cpu_has("avx512") && __builtin_cpu_supports("avx512bf16");
   }
   if (std::strcmp(what, "avxvnni") == 0) {
     return cpu_has("avx2") && __builtin_cpu_supports("avxvnni");
@@ -255,6 +259,24 @@ STRATA_TARGET_AVX512 void f32_chains_avx512(int64_t iterations) {
   sink(static_cast<uint64_t>(lanes[0]));
 }
 
+// vdpbf16ps: 32 bf16 products a step, added in pairs into 16 f32 lanes.
+STRATA_TARGET_AVX512_BF16 void bf16_chains_avx512(int64_t iterations) {
+  const auto v = static_cast<float>(g_operand.load(std::memory_order_relaxed));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.25f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(v), _mm512_set1_ps(-v));
+  __m512 acc[kChains];
+  for (__m512& x : acc) x = _mm512_setzero_ps();
+  for (int64_t i = 0; i < iterations; ++i) {
+#pragma GCC unroll 16
+    for (__m512& x : acc) x = _mm512_dpbf16_ps(x, a, b);
+  }
+  __m512 s = acc[0];
+  for (int c = 1; c < kChains; ++c) s = _mm512_add_ps(s, acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  sink(static_cast<uint64_t>(lanes[0]));
+}
+
 STRATA_TARGET_AVX2 void f32_chains_avx2(int64_t iterations) {
   const auto v = static_cast<float>(g_operand.load(std::memory_order_relaxed));
   const __m256 a = _mm256_set1_ps(0.5f), b = _mm256_set1_ps(v);
@@ -333,7 +355,10 @@ Result<BandwidthProbe> probe_read_bandwidth(int threads) {
 
 ComputeProbe probe_compute_peak(ComputeKind kind, int threads) {
   threads = std::max(threads, 1);
-  const Kernel k = kind == ComputeKind::kInt8Dot ? int8_kernel() : f32_kernel();
+  const Kernel k = kind == ComputeKind::kInt8Dot ? int8_kernel()
+                   : kind == ComputeKind::kBF16Dot && cpu_has("avx512bf16")
+                       ? Kernel{kChains * 32, "avx512-bf16", bf16_chains_avx512}
+                       : f32_kernel();
   // Calibrate on one thread so that each timed run lasts about 50 ms.
   int64_t iterations = int64_t{1} << 14;
   for (;;) {
@@ -364,6 +389,8 @@ std::string compute_kind_name(ComputeKind kind) {
       return "int8 dot";
     case ComputeKind::kF32Fma:
       return "f32 fma";
+    case ComputeKind::kBF16Dot:
+      return "bf16 dot";
   }
   return "";
 }

@@ -25,6 +25,8 @@ Result<BandwidthProbe> probe_read_bandwidth(int threads);
 enum class ComputeKind {
   kInt8Dot,  ///< int8 multiply-adds into int32 (quantized weights against q8 activations)
   kF32Fma,   ///< f32 fused multiply-adds (float weights)
+  kBF16Dot,  ///< bf16 pair dot products into f32 (AVX-512 BF16; bf16 weights where the kernels
+             ///< use them), else as kF32Fma
 };
 
 struct ComputeProbe {

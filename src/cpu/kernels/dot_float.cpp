@@ -450,6 +450,12 @@ using BF16Dot = BF16PairDot;
 using BF16Dot = FloatDot<BF16Elem>;
 #endif
 
+#if defined(STRATA_DOT_BF16_PAIRS)
+constexpr bool kBF16ActTilesOuter = true;
+#else
+constexpr bool kBF16ActTilesOuter = false;
+#endif
+
 // 4 weight rows x 6 activation rows with AVX-512 (24 of its 32 registers): enough independent
 // accumulator chains to keep both FMA (or vdpbf16ps) pipes busy through their latency, and each
 // loaded (and converted) vector feeds 4 or 6 of them. Without AVX-512 a Lanes16 takes two of
@@ -469,7 +475,14 @@ const DotKernels kDotF32 = {core::Type::kF32, kMaxW, kMaxA,
 const DotKernels kDotF16 = {core::Type::kF16, kMaxW, kMaxA,
                             tile_dispatch<FloatDot<F16Elem>, kMaxW, kMaxA>,
                             tile_dispatch<FloatVectorOrderDot<F16Elem>, kMaxW, kMaxA>};
-const DotKernels kDotBF16 = {core::Type::kBF16, kMaxW, kMaxA, tile_dispatch<BF16Dot, kMaxW, kMaxA>,
-                             tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>};
+// vdpbf16ps does 32 multiply-adds per instruction: streaming activation rows from L2 past a
+// weight tile held the BF16 GEMM back (MulMatPrefill/bf16 1.15x faster walked the other way on
+// an AMD Zen 5; the f16 and int8 kernels gained nothing).
+const DotKernels kDotBF16 = {core::Type::kBF16,
+                             kMaxW,
+                             kMaxA,
+                             tile_dispatch<BF16Dot, kMaxW, kMaxA>,
+                             tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>,
+                             kBF16ActTilesOuter};
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

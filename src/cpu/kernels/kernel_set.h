@@ -34,6 +34,10 @@ struct DotKernels {
   /// mul_mat_id always takes while its mul_mat takes a GEMM with another order when k allows;
   /// null where the two orders agree (the block types).
   DotTileFn vector_order_tile = nullptr;
+  /// Prefill walks a chunk activation tile by activation tile (the tile in L1, the chunk's
+  /// weight rows from L2) rather than weight tile by weight tile: for kernels that compute
+  /// so fast that streaming the activations from L2 would bind them.
+  bool act_tiles_outer = false;
 };
 
 /// A packed mul_mat path (see dot_packed.h).

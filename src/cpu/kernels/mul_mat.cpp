@@ -34,13 +34,14 @@ struct Plan {
   int max_w = 1;
   int max_a = 1;
   DotTileFn tile = nullptr;
-  bool act_direct = false;  ///< f32 weights and dense src1 rows: use src1 in place
-  bool gather_x = false;    ///< src1 rows are strided: gather them to dense f32 first
-  bool gather_w = false;    ///< src0 rows are strided (a transposed view): gather per tile
-  bool by_lanes = false;    ///< transposed float src0, few src1 rows: dot_transposed_rows
-  size_t act_row = 0;       ///< bytes of one converted activation row
-  size_t act_bytes = 0;     ///< shared scratch: every converted activation row
-  size_t per_thread = 0;    ///< each thread's own scratch
+  bool act_direct = false;       ///< f32 weights and dense src1 rows: use src1 in place
+  bool gather_x = false;         ///< src1 rows are strided: gather them to dense f32 first
+  bool gather_w = false;         ///< src0 rows are strided (a transposed view): gather per tile
+  bool by_lanes = false;         ///< transposed float src0, few src1 rows: dot_transposed_rows
+  bool act_tiles_outer = false;  ///< walk a chunk activation tile by activation tile
+  size_t act_row = 0;            ///< bytes of one converted activation row
+  size_t act_bytes = 0;          ///< shared scratch: every converted activation row
+  size_t per_thread = 0;         ///< each thread's own scratch
 };
 
 Plan make_plan(const Tensor& dst) {
@@ -62,6 +63,7 @@ Plan make_plan(const Tensor& dst) {
     p.max_a = p.dk->max_a;
     p.tile = p.dk->tile;
     p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
+    p.act_tiles_outer = p.dk->act_tiles_outer;
     p.act_row = core::row_size(p.dk->act_type, k);
   }
   // Decode's attention reads V transposed; walking it in address order beats gathering it.
@@ -282,6 +284,22 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
     const bool stream_w = !p.gather_w && n1 - n0 <= kStreamMaxActRows;
 
+    if (p.act_tiles_outer && !stream_w && !p.gather_w) {
+      // Each activation tile stays in L1 while the chunk's weight rows stream past it from L2.
+      for (int64_t ia = n0; ia < n1; ia += p.max_a) {
+        const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
+        const uint8_t* ap = p.act_direct ? x.row_ptr(0, i2, i3) + ia * x_row
+                                         : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
+        const size_t lda = p.act_direct ? x_row : p.act_row;
+        for (int64_t iw = m0; iw < m1; iw += p.max_w) {
+          const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
+          auto* out =
+              reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
+          p.tile(k, w_batch + iw * w.nb[1], w.nb[1], nw, ap, lda, na, out, ldo_w, ldo_a);
+        }
+      }
+      continue;
+    }
     for (int64_t iw = m0; iw < m1; iw += p.max_w) {
       const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
       const uint8_t* wp = w_batch + iw * w.nb[1];
