@@ -100,6 +100,9 @@ TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
 // from the F32 run). Where we sum in llama.cpp's order for every op the logits are equal bit for
 // bit (f16, bf16, q8_0). q4_0 and q4_k weights llama.cpp repacks into interleaved layouts
 // with their own summation order; those land within the criterion (measured 0.03 and 0.075).
+// For q4_0 that order is each block's exact integer dot product times d_w * d_a, added in
+// block order, which the packed q4_0 kernel (one weight row per lane) follows too: where a
+// set has it, the q4_0 logits are equal bit for bit as well.
 struct TypedCase {
   std::string name;
   bool exact;
@@ -130,7 +133,9 @@ TEST_P(GoldenTyped, WithinATenthOfTheQuantizationError) {
   const cpu::KernelSet& ks = cpu::kernel_set();
   const bool same_order = ks.llama_order && (c.name != "synth256-bf16" || ks.bf16_pairs);
   EXPECT_LT(between, (same_order ? 0.1 : 0.6) * theirs) << "kernel set " << ks.name;
-  if (c.exact && same_order) {
+  const bool exact =
+      c.exact || (c.name == "synth256-q4_0" && ks.packed_dot(core::Type::kQ4_0, 256) != nullptr);
+  if (exact && same_order) {
     EXPECT_EQ(logits, g->logits);
   }
 }

@@ -5,7 +5,7 @@ namespace strata::cpu::STRATA_KERNEL_NS {
 const PackedDot* packed_dot(core::Type weight_type, int64_t k) {
   if (const PackedDot* p = packed_dot_q8_0(weight_type, k)) return p;
   if (const PackedDot* p = packed_dot_k(weight_type, k)) return p;
-  return packed_dot_q8(weight_type, k);
+  return packed_dot_q4_0(weight_type, k);
 }
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

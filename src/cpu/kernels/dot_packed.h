@@ -21,7 +21,7 @@ namespace strata::cpu::STRATA_KERNEL_NS {
 const PackedDot* packed_dot(core::Type weight_type, int64_t k);
 
 // The packed kernels of each family (dot_packed_*.cpp); packed_dot asks them in turn.
-const PackedDot* packed_dot_q8(core::Type weight_type, int64_t k);
+const PackedDot* packed_dot_q4_0(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_k(core::Type weight_type, int64_t k);
 

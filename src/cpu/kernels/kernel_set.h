@@ -53,6 +53,13 @@ struct PackedDot {
   void (*pack)(const float* src, uint8_t* dst, int64_t k);
   /// As DotKernels::tile, with activation rows in pack's layout, 64-byte aligned.
   DotTileFn tile;
+  /// Optional (null where the kernel has none): up to max_w weight rows rearranged once into
+  /// a panel of panel_bytes(k) bytes (64-byte aligned), which panel_tile reads in their place
+  /// (its ldw is unused), so that prefill rearranges a chunk's rows once for all its
+  /// activation tiles. Every output equals tile's, bit for bit.
+  size_t (*panel_bytes)(int64_t k) = nullptr;
+  void (*pack_panel)(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) = nullptr;
+  DotTileFn panel_tile = nullptr;
 };
 
 /// One kernel set: the node entry points of dispatch.h, then the internals that the kernel

@@ -9,7 +9,9 @@
 // results are bit-identical for any thread count.
 //
 // Weight types with a packed kernel (dot_packed.h) get their activations packed in that
-// kernel's layout in the first phase instead; the walk is the same.
+// kernel's layout in the first phase instead; the walk is the same. Where the packed kernel
+// also rearranges weight rows (a panel), prefill rearranges each weight tile of a chunk once
+// and walks the chunk's activation tiles over it; decode reads the rows in place.
 #include <algorithm>
 #include <cstring>
 
@@ -39,6 +41,7 @@ struct Plan {
   bool gather_w = false;         ///< src0 rows are strided (a transposed view): gather per tile
   bool by_lanes = false;         ///< transposed float src0, few src1 rows: dot_transposed_rows
   bool act_tiles_outer = false;  ///< walk a chunk activation tile by activation tile
+  bool panel = false;            ///< prefill reads weight tiles through packed->pack_panel
   size_t act_row = 0;            ///< bytes of one converted activation row
   size_t act_bytes = 0;          ///< shared scratch: every converted activation row
   size_t per_thread = 0;         ///< each thread's own scratch
@@ -58,6 +61,7 @@ Plan make_plan(const Tensor& dst) {
     p.max_a = p.packed->max_a;
     p.tile = p.packed->tile;
     p.act_row = p.packed->act_row_bytes(k);
+    p.panel = p.packed->pack_panel != nullptr && !p.gather_w;
   } else {
     p.max_w = p.dk->max_w;
     p.max_a = p.dk->max_a;
@@ -71,6 +75,7 @@ Plan make_plan(const Tensor& dst) {
                w.nb[1] == core::type_size(w.type) && dot_transposed_supported(w.type, k);
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
+  if (p.panel) p.per_thread = std::max(p.per_thread, p.packed->panel_bytes(k));
   if (p.by_lanes) {
     p.per_thread = std::max(p.per_thread, dot_transposed_scratch(k, w.ne[1]) * sizeof(float));
   } else if (p.gather_w) {
@@ -304,6 +309,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
       const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
       const uint8_t* wp = w_batch + iw * w.nb[1];
       size_t ldw = w.nb[1];
+      DotTileFn tile = p.tile;
       const size_t tile_bytes = static_cast<size_t>(nw) * ldw;
       if (stream_w && tile_bytes <= kPrefetchTileMax)
         prefetch_span(wp + tile_bytes, tile_bytes, w_end);
@@ -311,6 +317,10 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         gather_weights(w, wp, nw, local);
         wp = local;
         ldw = w_row;
+      } else if (p.panel && !stream_w) {
+        p.packed->pack_panel(k, wp, ldw, nw, local);
+        wp = local;
+        tile = p.packed->panel_tile;
       }
       for (int64_t ia = n0; ia < n1; ia += p.max_a) {
         const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
@@ -319,7 +329,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x_row : p.act_row;
         auto* out = reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
-        p.tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
+        tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
       }
     }
   }

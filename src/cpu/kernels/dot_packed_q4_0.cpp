@@ -1,0 +1,345 @@
+// Packed AVX-512 VNNI kernel for q4_0 weights with q8_0 activations: one weight row per int32
+// lane.
+//
+// Sixteen weight rows are transposed so that lane r of a register holds four consecutive
+// quants of row r; one vpdpbusd against four activation bytes broadcast to every lane then
+// advances all sixteen rows' dot products, and a block's eight of them leave each lane with
+// the exact integer dot product of its row's block. So the float work per block and
+// activation row is one convert, one multiply (d_w * d_a, exact: two f16 values) and one fused
+// multiply-add for sixteen outputs at once, with no horizontal sum at the end. (Kernels that
+// keep elements in lanes spend three float instructions per vpdpbusd instead of three per
+// eight.)
+//
+// vpdpbusd wants unsigned weights: the quants are taken as the nibbles themselves (q + 8), and
+// each packed activation block starts its lanes at -8 * (sum of its activations).
+//
+// Per row and block, in block order: acc = fma(float(exact block sum), d_w * d_a, acc). That
+// is the whole arithmetic, whatever the tile shape and whether the sixteen rows were
+// transposed on the fly (tile: decode, a few activation rows) or once into a panel that
+// serves every activation tile of a chunk (panel_tile: prefill). Both give the same bits.
+#include <cstring>
+
+#include "core/blocks.h"
+#include "core/float16.h"
+#include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/quantize_act.h"
+#include "cpu/kernels/simd_int.h"
+
+namespace strata::cpu::STRATA_KERNEL_NS {
+namespace {
+
+using core::BlockQ4_0;
+using core::BlockQ8_0;
+using core::kQK8_0;
+
+#if defined(STRATA_CPU_AVX512)
+
+constexpr int kRows = 16;  ///< weight rows per tile: one per int32 lane
+// Eight activation rows: 8 transposed weight registers, 8 integer and 8 float accumulators,
+// and eight vpdpbusd chains in flight, enough to hide its latency at two per cycle.
+constexpr int kMaxA = 8;
+
+/// One activation block as the kernel reads it: a cache line.
+struct alignas(64) ActBlock {
+  int8_t qs[32];
+  int32_t corr;  ///< -8 * (sum of the 32 activations)
+  float d;
+  uint8_t pad[24];
+};
+static_assert(sizeof(ActBlock) == 64);
+
+/// One block of sixteen weight rows, transposed: lane r of u[s] holds row r's quants of
+/// elements 4s..4s+3 as bytes 0..15; dw holds the rows' scales.
+struct alignas(64) PanelBlock {
+  uint8_t u[8][64];
+  float dw[16];
+};
+static_assert(sizeof(PanelBlock) == 576);
+
+size_t act_row_bytes(int64_t k) {
+  return static_cast<size_t>(k / kQK8_0) * sizeof(ActBlock);
+}
+
+size_t panel_bytes(int64_t k) {
+  return static_cast<size_t>(k / kQK8_0) * sizeof(PanelBlock);
+}
+
+void pack(const float* src, uint8_t* dst, int64_t k) {
+  auto* out = reinterpret_cast<ActBlock*>(dst);
+  for (int64_t i = 0; i < k / kQK8_0; ++i, src += kQK8_0, ++out) {
+    BlockQ8_0 b;
+    quantize_q8_0(src, &b, kQK8_0);
+    std::memcpy(out->qs, b.qs, sizeof out->qs);
+    int32_t sum = 0;
+    for (int8_t q : b.qs) sum += q;
+    out->corr = -8 * sum;
+    out->d = core::half_to_float(b.d);
+    std::memset(out->pad, 0, sizeof out->pad);
+  }
+}
+
+/// One block of sixteen rows in registers.
+struct WeightBlock {
+  __m512i u[8];
+  __m512 dw;
+};
+
+struct Index16 {
+  alignas(64) int32_t v[16];
+};
+
+// Transposing four registers of four rows' sixteen quant bytes (one row per 128-bit lane) into
+// four registers of one dword per row takes two rounds of two-source dword permutes.
+constexpr Index16 kPickEvenRows = {{0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29}};
+constexpr Index16 kPickOddRows = {{2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31}};
+constexpr Index16 kLowHalves = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
+constexpr Index16 kHighHalves = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
+
+inline __m512i load_index(const Index16& x) {
+  return _mm512_load_si512(x.v);
+}
+
+struct Index32w {
+  alignas(64) uint16_t v[32];
+};
+
+inline __m512i load_index(const Index32w& x) {
+  return _mm512_load_si512(x.v);
+}
+
+// The scales of four blocks of sixteen rows, from one 64-byte load per row (the words at 0,
+// 9, 18 and 27), gathered by a tree of two-source word permutes: round 1 takes rows in pairs
+// (word 2b + q: row q of the pair, block b), round 2 in fours (4b + q), round 3 in eights
+// (8b + q), and round 4 lays out two blocks of sixteen rows (16 (b % 2) + row).
+constexpr Index32w scales_round(int round, int half) {
+  Index32w x{};
+  if (round == 1) {
+    for (int b = 0; b < 4; ++b) {
+      for (int q = 0; q < 2; ++q) x.v[2 * b + q] = static_cast<uint16_t>(32 * q + 9 * b);
+    }
+  } else if (round < 4) {
+    const int in = 1 << (round - 1);  // rows per input register
+    for (int b = 0; b < 4; ++b) {
+      for (int q = 0; q < 2 * in; ++q) {
+        x.v[2 * in * b + q] = static_cast<uint16_t>(q < in ? in * b + q : 32 + in * b + q - in);
+      }
+    }
+  } else {
+    for (int bb = 0; bb < 2; ++bb) {
+      const int b = 2 * half + bb;
+      for (int q = 0; q < 16; ++q) {
+        x.v[16 * bb + q] = static_cast<uint16_t>(q < 8 ? 8 * b + q : 32 + 8 * b + q - 8);
+      }
+    }
+  }
+  return x;
+}
+constexpr Index32w kScales1 = scales_round(1, 0);
+constexpr Index32w kScales2 = scales_round(2, 0);
+constexpr Index32w kScales3 = scales_round(3, 0);
+constexpr Index32w kScales4Low = scales_round(4, 0);
+constexpr Index32w kScales4High = scales_round(4, 1);
+
+// Bytes ahead of the block being read, per weight row (as the other decode kernels).
+constexpr size_t kPrefetch = 1536;
+
+/// Sixteen q4_0 rows read in place. Rows past nw repeat the last one: their lanes compute
+/// something finite that is never stored.
+class PlainRows {
+ public:
+  PlainRows(int64_t k, const uint8_t* w, size_t ldw, int nw) : w_(w), blocks_(k / kQK8_0) {
+    next_ = w + kRows * ldw;
+    for (int r = 0; r < kRows; ++r) offset_[r] = static_cast<size_t>(r < nw ? r : nw - 1) * ldw;
+  }
+
+  [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
+    const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ4_0);
+    if (b % 4 == 0) {
+      load_scales(base, b);
+      // The next tile's rows (they follow these in memory), asked for in address order at
+      // the pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp).
+      const uint8_t* next = next_ + static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0);
+      for (size_t i = 0; i < 4 * kRows * sizeof(BlockQ4_0); i += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T0);
+      }
+    }
+    const uint8_t* qs = base + offsetof(BlockQ4_0, qs);
+    __m512i z[4];
+    for (int i = 0; i < 4; ++i) {
+      const auto row = [&](int q) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + offset_[4 * i + q]));
+      };
+      __m512i v = _mm512_zextsi128_si512(row(0));
+      v = _mm512_inserti32x4(v, row(1), 1);
+      v = _mm512_inserti32x4(v, row(2), 2);
+      z[i] = _mm512_inserti32x4(v, row(3), 3);
+    }
+    const __m512i even = load_index(kPickEvenRows), odd = load_index(kPickOddRows);
+    const __m512i a0 = _mm512_permutex2var_epi32(z[0], even, z[1]);
+    const __m512i a1 = _mm512_permutex2var_epi32(z[0], odd, z[1]);
+    const __m512i b0 = _mm512_permutex2var_epi32(z[2], even, z[3]);
+    const __m512i b1 = _mm512_permutex2var_epi32(z[2], odd, z[3]);
+    const __m512i lo = load_index(kLowHalves), hi = load_index(kHighHalves);
+    const __m512i t[4] = {
+        _mm512_permutex2var_epi32(a0, lo, b0), _mm512_permutex2var_epi32(a0, hi, b0),
+        _mm512_permutex2var_epi32(a1, lo, b1), _mm512_permutex2var_epi32(a1, hi, b1)};
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int j = 0; j < 4; ++j) {
+      o.u[j] = _mm512_and_si512(t[j], low4);
+      o.u[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), low4);
+    }
+    o.dw = _mm512_load_ps(scales_[b % 4]);
+  }
+
+ private:
+  // scales_[j]: the sixteen rows' scales of block b + j, b a multiple of 4. (A gather costs
+  // more than the rest of a block's work on AMD Zen 5.)
+  void load_scales(const uint8_t* base, int64_t b) const {
+    const int64_t left = blocks_ - b;
+    // Nothing past the row's last block is read.
+    const __mmask64 mask = left >= 4 ? ~__mmask64{0} : (__mmask64{1} << (18 * left)) - 1;
+    __m512i v[kRows];
+    for (int r = 0; r < kRows; ++r) v[r] = _mm512_maskz_loadu_epi8(mask, base + offset_[r]);
+    const Index32w* rounds[3] = {&kScales1, &kScales2, &kScales3};
+    for (int round = 0, n = kRows; round < 3; ++round, n /= 2) {
+      const __m512i index = load_index(*rounds[round]);
+      for (int i = 0; i < n / 2; ++i) {
+        v[i] = _mm512_permutex2var_epi16(v[2 * i], index, v[2 * i + 1]);
+      }
+    }
+    const __m512i low = _mm512_permutex2var_epi16(v[0], load_index(kScales4Low), v[1]);
+    const __m512i high = _mm512_permutex2var_epi16(v[0], load_index(kScales4High), v[1]);
+    // (Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.)
+    const auto to_f32 = [](__m512i words, int half) {
+      const __m256i h = half == 0 ? _mm512_maskz_extracti64x4_epi64(0xff, words, 0)
+                                  : _mm512_maskz_extracti64x4_epi64(0xff, words, 1);
+      return _mm512_maskz_cvtph_ps(0xffff, h);
+    };
+    _mm512_store_ps(scales_[0], to_f32(low, 0));
+    _mm512_store_ps(scales_[1], to_f32(low, 1));
+    _mm512_store_ps(scales_[2], to_f32(high, 0));
+    _mm512_store_ps(scales_[3], to_f32(high, 1));
+  }
+
+  const uint8_t* w_;
+  const uint8_t* next_;
+  int64_t blocks_;
+  size_t offset_[kRows];
+  alignas(64) mutable float scales_[4][kRows];
+};
+
+/// Sixteen rows already transposed into a panel.
+class PanelRows {
+ public:
+  explicit PanelRows(const uint8_t* panel) : p_(reinterpret_cast<const PanelBlock*>(panel)) {}
+
+  [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
+    const PanelBlock& blk = p_[b];
+    for (int s = 0; s < 8; ++s) o.u[s] = _mm512_load_si512(blk.u[s]);
+    o.dw = _mm512_load_ps(blk.dw);
+  }
+
+ private:
+  const PanelBlock* p_;
+};
+
+void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
+  const PlainRows rows(k, w, ldw, nw);
+  auto* out = reinterpret_cast<PanelBlock*>(panel);
+  for (int64_t b = 0; b < k / kQK8_0; ++b) {
+    WeightBlock blk;
+    rows.load(b, blk);
+    for (int s = 0; s < 8; ++s) _mm512_store_si512(out[b].u[s], blk.u[s]);
+    _mm512_store_ps(out[b].dw, blk.dw);
+  }
+}
+
+template <int NA, class Rows>
+void run(int64_t k, const Rows& rows, int nw, const uint8_t* a, size_t lda, float* out,
+         int64_t ldo_w, int64_t ldo_a) {
+  __m512 acc[NA];
+  for (int c = 0; c < NA; ++c) acc[c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / kQK8_0; ++b) {
+    WeightBlock w;
+    rows.load(b, w);
+    __m512i sum[NA];
+    for (int c = 0; c < NA; ++c) {
+      const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
+      sum[c] = _mm512_set1_epi32(y.corr);
+    }
+    for (int s = 0; s < 8; ++s) {
+      for (int c = 0; c < NA; ++c) {
+        const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
+        int32_t four;
+        std::memcpy(&four, y.qs + 4 * s, sizeof four);
+        sum[c] = _mm512_dpbusd_epi32(sum[c], w.u[s], _mm512_set1_epi32(four));
+      }
+    }
+    for (int c = 0; c < NA; ++c) {
+      const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
+      const __m512 s = _mm512_mul_ps(w.dw, _mm512_set1_ps(y.d));
+      acc[c] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum[c]), s, acc[c]);
+    }
+  }
+  const __mmask16 valid = static_cast<__mmask16>((1u << nw) - 1);
+  for (int c = 0; c < NA; ++c) {
+    if (ldo_w == 1) {
+      _mm512_mask_storeu_ps(out + c * ldo_a, valid, acc[c]);
+    } else {
+      alignas(64) float v[kRows];
+      _mm512_store_ps(v, acc[c]);
+      for (int r = 0; r < nw; ++r) out[r * ldo_w + c * ldo_a] = v[r];
+    }
+  }
+}
+
+template <class Rows, int NA>
+void tile_na(int64_t k, const Rows& rows, int nw, const uint8_t* a, size_t lda, int na, float* out,
+             int64_t ldo_w, int64_t ldo_a) {
+  if constexpr (NA > 1) {
+    if (na < NA) return tile_na<Rows, NA - 1>(k, rows, nw, a, lda, na, out, ldo_w, ldo_a);
+  }
+  run<NA>(k, rows, nw, a, lda, out, ldo_w, ldo_a);
+}
+
+void tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
+          float* out, int64_t ldo_w, int64_t ldo_a) {
+  tile_na<PlainRows, kMaxA>(k, PlainRows(k, w, ldw, nw), nw, a, lda, na, out, ldo_w, ldo_a);
+}
+
+void panel_tile(int64_t k, const uint8_t* panel, size_t, int nw, const uint8_t* a, size_t lda,
+                int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  tile_na<PanelRows, kMaxA>(k, PanelRows(panel), nw, a, lda, na, out, ldo_w, ldo_a);
+}
+
+constexpr PackedDot kPackedQ4_0 = {
+    .max_w = kRows,
+    .max_a = kMaxA,
+    .group = kQK8_0,
+    .act_row_bytes = act_row_bytes,
+    .pack = pack,
+    .tile = tile,
+    .panel_bytes = panel_bytes,
+    .pack_panel = pack_panel,
+    .panel_tile = panel_tile,
+};
+
+#endif  // STRATA_CPU_AVX512
+
+}  // namespace
+
+const PackedDot* packed_dot_q4_0(core::Type weight_type, int64_t k) {
+#if defined(STRATA_CPU_AVX512)
+  // Row offsets are gathered as int32: sixteen rows must span less than 2 GiB.
+  const size_t row = static_cast<size_t>(k / kQK8_0) * sizeof(BlockQ4_0);
+  if (weight_type == core::Type::kQ4_0 && k % kQK8_0 == 0 && row < (size_t{1} << 26)) {
+    return &kPackedQ4_0;
+  }
+#else
+  (void)weight_type;
+  (void)k;
+#endif
+  return nullptr;
+}
+
+}  // namespace strata::cpu::STRATA_KERNEL_NS
