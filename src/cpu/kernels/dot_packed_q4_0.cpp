@@ -17,6 +17,7 @@
 // is the whole arithmetic, whatever the tile shape and whether the sixteen rows were
 // transposed on the fly (tile: decode, a few activation rows) or once into a panel that
 // serves every activation tile of a chunk (panel_tile: prefill). Both give the same bits.
+#include <algorithm>
 #include <cstring>
 
 #include "core/blocks.h"
@@ -34,10 +35,11 @@ using core::kQK8_0;
 
 #if defined(STRATA_CPU_AVX512)
 
-constexpr int kRows = 16;  ///< weight rows per tile: one per int32 lane
-// Eight activation rows: 8 transposed weight registers, 8 integer and 8 float accumulators,
-// and eight vpdpbusd chains in flight, enough to hide its latency at two per cycle.
-constexpr int kMaxA = 8;
+constexpr int kRows = 16;   ///< weight rows per register: one per int32 lane
+constexpr int kHalves = 2;  ///< registers of weight rows per tile
+// Six activation rows: 12 integer and 12 float accumulators, twelve vpdpbusd chains in flight
+// (enough to hide its latency at two per cycle), and each broadcast activation dword feeds two.
+constexpr int kMaxA = 6;
 
 /// One activation block as the kernel reads it: a cache line.
 struct alignas(64) ActBlock {
@@ -48,13 +50,13 @@ struct alignas(64) ActBlock {
 };
 static_assert(sizeof(ActBlock) == 64);
 
-/// One block of sixteen weight rows, transposed: lane r of u[s] holds row r's quants of
-/// elements 4s..4s+3 as bytes 0..15; dw holds the rows' scales.
+/// One block of a tile's weight rows, transposed: lane r of u[s][h] holds row 16 h + r's quants
+/// of elements 4s..4s+3 as bytes 0..15; dw[h] holds the rows' scales.
 struct alignas(64) PanelBlock {
-  uint8_t u[8][64];
-  float dw[16];
+  uint8_t u[8][kHalves][64];
+  float dw[kHalves][kRows];
 };
-static_assert(sizeof(PanelBlock) == 576);
+static_assert(sizeof(PanelBlock) == 1152);
 
 size_t act_row_bytes(int64_t k) {
   return static_cast<size_t>(k / kQK8_0) * sizeof(ActBlock);
@@ -244,84 +246,152 @@ class PanelRows {
 };
 
 void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
-  const PlainRows rows(k, w, ldw, nw);
   auto* out = reinterpret_cast<PanelBlock*>(panel);
-  for (int64_t b = 0; b < k / kQK8_0; ++b) {
-    WeightBlock blk;
-    rows.load(b, blk);
-    for (int s = 0; s < 8; ++s) _mm512_store_si512(out[b].u[s], blk.u[s]);
-    _mm512_store_ps(out[b].dw, blk.dw);
+  for (int h = 0; h < kHalves && nw > kRows * h; ++h) {
+    const PlainRows rows(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows));
+    for (int64_t b = 0; b < k / kQK8_0; ++b) {
+      WeightBlock blk;
+      rows.load(b, blk);
+      for (int s = 0; s < 8; ++s) _mm512_store_si512(out[b].u[s][h], blk.u[s]);
+      _mm512_store_ps(out[b].dw[h], blk.dw);
+    }
   }
 }
 
-template <int NA, class Rows>
-void run(int64_t k, const Rows& rows, int nw, const uint8_t* a, size_t lda, float* out,
-         int64_t ldo_w, int64_t ldo_a) {
-  __m512 acc[NA];
-  for (int c = 0; c < NA; ++c) acc[c] = _mm512_setzero_ps();
+/// The arithmetic every path shares: one block's exact sums times d_w * d_a, added.
+[[gnu::always_inline]] inline void add_block(__m512& acc, __m512i sum, __m512 dw, float da) {
+  const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(da));
+  acc = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum), s, acc);
+}
+
+[[gnu::always_inline]] inline __m512i act_four(const ActBlock& y, int s) {
+  int32_t four;
+  std::memcpy(&four, y.qs + 4 * s, sizeof four);
+  return _mm512_set1_epi32(four);
+}
+
+template <int H, int NA>
+void store(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, int64_t ldo_a) {
+  for (int h = 0; h < H; ++h) {
+    const int rows = std::min(nw - kRows * h, kRows);
+    float* o = out + kRows * h * ldo_w;
+    for (int c = 0; c < NA; ++c) {
+      if (ldo_w == 1) {
+        _mm512_mask_storeu_ps(o + c * ldo_a, static_cast<__mmask16>((1u << rows) - 1), acc[h][c]);
+      } else {
+        alignas(64) float v[kRows];
+        _mm512_store_ps(v, acc[h][c]);
+        for (int r = 0; r < rows; ++r) o[r * ldo_w + c * ldo_a] = v[r];
+      }
+    }
+  }
+}
+
+// Prefill: both halves of the panel against each broadcast activation dword, so one broadcast
+// feeds two vpdpbusd (loads, not arithmetic, bound this loop).
+template <int H, int NA>
+void run_panel(int64_t k, const PanelBlock* p, int nw, const uint8_t* a, size_t lda, float* out,
+               int64_t ldo_w, int64_t ldo_a) {
+  __m512 acc[H][NA];
+  for (int h = 0; h < H; ++h) {
+    for (int c = 0; c < NA; ++c) acc[h][c] = _mm512_setzero_ps();
+  }
   for (int64_t b = 0; b < k / kQK8_0; ++b) {
-    WeightBlock w;
-    rows.load(b, w);
-    __m512i sum[NA];
+    __m512i sum[H][NA];
     for (int c = 0; c < NA; ++c) {
       const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
-      sum[c] = _mm512_set1_epi32(y.corr);
+      for (int h = 0; h < H; ++h) sum[h][c] = _mm512_set1_epi32(y.corr);
+    }
+    for (int s = 0; s < 8; ++s) {
+      __m512i u[H];
+      for (int h = 0; h < H; ++h) u[h] = _mm512_load_si512(p[b].u[s][h]);
+      for (int c = 0; c < NA; ++c) {
+        const __m512i y = act_four(reinterpret_cast<const ActBlock*>(a + c * lda)[b], s);
+        for (int h = 0; h < H; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], u[h], y);
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      const __m512 dw = _mm512_load_ps(p[b].dw[h]);
+      for (int c = 0; c < NA; ++c) {
+        add_block(acc[h][c], sum[h][c], dw, reinterpret_cast<const ActBlock*>(a + c * lda)[b].d);
+      }
+    }
+  }
+  store<H, NA>(acc, nw, out, ldo_w, ldo_a);
+}
+
+// Decode: sixteen rows at a time, transposed in registers block by block (a tile's halves one
+// after the other: each half asks for the next one's bytes as it reads its own).
+template <int NA>
+void run_plain(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+               float* out, int64_t ldo_w, int64_t ldo_a) {
+  const PlainRows rows(k, w, ldw, nw);
+  __m512 acc[1][NA];
+  for (int c = 0; c < NA; ++c) acc[0][c] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / kQK8_0; ++b) {
+    WeightBlock u;
+    rows.load(b, u);
+    __m512i sum[NA];
+    for (int c = 0; c < NA; ++c) {
+      sum[c] = _mm512_set1_epi32(reinterpret_cast<const ActBlock*>(a + c * lda)[b].corr);
     }
     for (int s = 0; s < 8; ++s) {
       for (int c = 0; c < NA; ++c) {
-        const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
-        int32_t four;
-        std::memcpy(&four, y.qs + 4 * s, sizeof four);
-        sum[c] = _mm512_dpbusd_epi32(sum[c], w.u[s], _mm512_set1_epi32(four));
+        const __m512i y = act_four(reinterpret_cast<const ActBlock*>(a + c * lda)[b], s);
+        sum[c] = _mm512_dpbusd_epi32(sum[c], u.u[s], y);
       }
     }
     for (int c = 0; c < NA; ++c) {
-      const ActBlock& y = reinterpret_cast<const ActBlock*>(a + c * lda)[b];
-      const __m512 s = _mm512_mul_ps(w.dw, _mm512_set1_ps(y.d));
-      acc[c] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum[c]), s, acc[c]);
+      add_block(acc[0][c], sum[c], u.dw, reinterpret_cast<const ActBlock*>(a + c * lda)[b].d);
     }
   }
-  const __mmask16 valid = static_cast<__mmask16>((1u << nw) - 1);
-  for (int c = 0; c < NA; ++c) {
-    if (ldo_w == 1) {
-      _mm512_mask_storeu_ps(out + c * ldo_a, valid, acc[c]);
-    } else {
-      alignas(64) float v[kRows];
-      _mm512_store_ps(v, acc[c]);
-      for (int r = 0; r < nw; ++r) out[r * ldo_w + c * ldo_a] = v[r];
-    }
-  }
+  store<1, NA>(acc, nw, out, ldo_w, ldo_a);
 }
 
-template <class Rows, int NA>
-void tile_na(int64_t k, const Rows& rows, int nw, const uint8_t* a, size_t lda, int na, float* out,
-             int64_t ldo_w, int64_t ldo_a) {
+struct Plain {
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    for (int h = 0; h < H; ++h) {
+      run_plain<NA>(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows), a, lda,
+                    out + kRows * h * ldo_w, ldo_w, ldo_a);
+    }
+  }
+};
+
+struct Panel {
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    run_panel<H, NA>(k, reinterpret_cast<const PanelBlock*>(w), nw, a, lda, out, ldo_w, ldo_a);
+  }
+};
+
+// The shape at run time to a kernel instantiated for it: halves by nw, then na.
+template <class Kernel, int H, int NA>
+void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
+              float* out, int64_t ldo_w, int64_t ldo_a) {
+  if constexpr (H > 1) {
+    if (nw <= kRows * (H - 1)) {
+      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
+    }
+  }
   if constexpr (NA > 1) {
-    if (na < NA) return tile_na<Rows, NA - 1>(k, rows, nw, a, lda, na, out, ldo_w, ldo_a);
+    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
   }
-  run<NA>(k, rows, nw, a, lda, out, ldo_w, ldo_a);
-}
-
-void tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
-          float* out, int64_t ldo_w, int64_t ldo_a) {
-  tile_na<PlainRows, kMaxA>(k, PlainRows(k, w, ldw, nw), nw, a, lda, na, out, ldo_w, ldo_a);
-}
-
-void panel_tile(int64_t k, const uint8_t* panel, size_t, int nw, const uint8_t* a, size_t lda,
-                int na, float* out, int64_t ldo_w, int64_t ldo_a) {
-  tile_na<PanelRows, kMaxA>(k, PanelRows(panel), nw, a, lda, na, out, ldo_w, ldo_a);
+  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
 }
 
 constexpr PackedDot kPackedQ4_0 = {
-    .max_w = kRows,
+    .max_w = kHalves * kRows,
     .max_a = kMaxA,
     .group = kQK8_0,
     .act_row_bytes = act_row_bytes,
     .pack = pack,
-    .tile = tile,
+    .tile = dispatch<Plain, kHalves, kMaxA>,
     .panel_bytes = panel_bytes,
     .pack_panel = pack_panel,
-    .panel_tile = panel_tile,
+    .panel_tile = dispatch<Panel, kHalves, kMaxA>,
 };
 
 #endif  // STRATA_CPU_AVX512

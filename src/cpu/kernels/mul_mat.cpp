@@ -174,12 +174,16 @@ struct Chunking {
 };
 
 // Enough chunks that every thread gets several (load balance), each at most 64 x 64 so its
-// weight rows stay cached while it walks the activation rows.
+// weight rows stay cached while it walks the activation rows. A panel serves up to 512
+// activation rows: rearranging the weight tile costs about a tenth of its dot products
+// against 64 rows (tinyllama Q4_0 pp512 321 -> 373 t/s on Zen 5, 2 threads), and the panel
+// stays in L2 while the rows stream past.
 Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, int nth) {
   constexpr int64_t kMaxChunk = 64;
+  constexpr int64_t kMaxPanelChunk = 512;
   Chunking c;
   c.batches = batches;
-  c.size_n = std::min(n, kMaxChunk);
+  c.size_n = std::min(n, plan.panel ? kMaxPanelChunk : kMaxChunk);
   c.count_n = (n + c.size_n - 1) / c.size_n;
   const int64_t target = 4 * static_cast<int64_t>(nth);
   const int64_t other = c.batches * c.count_n;
