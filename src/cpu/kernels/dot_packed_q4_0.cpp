@@ -22,6 +22,7 @@
 
 #include "core/blocks.h"
 #include "core/float16.h"
+#include "cpu/kernels/dot_lanes.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/quantize_act.h"
 #include "cpu/kernels/simd_int.h"
@@ -35,7 +36,7 @@ using core::kQK8_0;
 
 #if defined(STRATA_CPU_AVX512)
 
-constexpr int kRows = 16;   ///< weight rows per register: one per int32 lane
+using lanes::kRows;
 constexpr int kHalves = 2;  ///< registers of weight rows per tile
 // Six activation rows: 12 integer and 12 float accumulators, twelve vpdpbusd chains in flight
 // (enough to hide its latency at two per cycle), and each broadcast activation dword feeds two.
@@ -85,21 +86,6 @@ struct WeightBlock {
   __m512i u[8];
   __m512 dw;
 };
-
-struct Index16 {
-  alignas(64) int32_t v[16];
-};
-
-// Transposing four registers of four rows' sixteen quant bytes (one row per 128-bit lane) into
-// four registers of one dword per row takes two rounds of two-source dword permutes.
-constexpr Index16 kPickEvenRows = {{0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29}};
-constexpr Index16 kPickOddRows = {{2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31}};
-constexpr Index16 kLowHalves = {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}};
-constexpr Index16 kHighHalves = {{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}};
-
-inline __m512i load_index(const Index16& x) {
-  return _mm512_load_si512(x.v);
-}
 
 struct Index32w {
   alignas(64) uint16_t v[32];
@@ -151,7 +137,7 @@ class PlainRows {
  public:
   PlainRows(int64_t k, const uint8_t* w, size_t ldw, int nw) : w_(w), blocks_(k / kQK8_0) {
     next_ = w + kRows * ldw;
-    for (int r = 0; r < kRows; ++r) offset_[r] = static_cast<size_t>(r < nw ? r : nw - 1) * ldw;
+    lanes::row_offsets(ldw, nw, offset_);
   }
 
   [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
@@ -165,26 +151,8 @@ class PlainRows {
         _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T0);
       }
     }
-    const uint8_t* qs = base + offsetof(BlockQ4_0, qs);
-    __m512i z[4];
-    for (int i = 0; i < 4; ++i) {
-      const auto row = [&](int q) {
-        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + offset_[4 * i + q]));
-      };
-      __m512i v = _mm512_zextsi128_si512(row(0));
-      v = _mm512_inserti32x4(v, row(1), 1);
-      v = _mm512_inserti32x4(v, row(2), 2);
-      z[i] = _mm512_inserti32x4(v, row(3), 3);
-    }
-    const __m512i even = load_index(kPickEvenRows), odd = load_index(kPickOddRows);
-    const __m512i a0 = _mm512_permutex2var_epi32(z[0], even, z[1]);
-    const __m512i a1 = _mm512_permutex2var_epi32(z[0], odd, z[1]);
-    const __m512i b0 = _mm512_permutex2var_epi32(z[2], even, z[3]);
-    const __m512i b1 = _mm512_permutex2var_epi32(z[2], odd, z[3]);
-    const __m512i lo = load_index(kLowHalves), hi = load_index(kHighHalves);
-    const __m512i t[4] = {
-        _mm512_permutex2var_epi32(a0, lo, b0), _mm512_permutex2var_epi32(a0, hi, b0),
-        _mm512_permutex2var_epi32(a1, lo, b1), _mm512_permutex2var_epi32(a1, hi, b1)};
+    __m512i t[4];
+    lanes::transpose16x4(base + offsetof(BlockQ4_0, qs), offset_, t);
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     for (int j = 0; j < 4; ++j) {
       o.u[j] = _mm512_and_si512(t[j], low4);
@@ -264,29 +232,6 @@ void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel)
   acc = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum), s, acc);
 }
 
-[[gnu::always_inline]] inline __m512i act_four(const ActBlock& y, int s) {
-  int32_t four;
-  std::memcpy(&four, y.qs + 4 * s, sizeof four);
-  return _mm512_set1_epi32(four);
-}
-
-template <int H, int NA>
-void store(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, int64_t ldo_a) {
-  for (int h = 0; h < H; ++h) {
-    const int rows = std::min(nw - kRows * h, kRows);
-    float* o = out + kRows * h * ldo_w;
-    for (int c = 0; c < NA; ++c) {
-      if (ldo_w == 1) {
-        _mm512_mask_storeu_ps(o + c * ldo_a, static_cast<__mmask16>((1u << rows) - 1), acc[h][c]);
-      } else {
-        alignas(64) float v[kRows];
-        _mm512_store_ps(v, acc[h][c]);
-        for (int r = 0; r < rows; ++r) o[r * ldo_w + c * ldo_a] = v[r];
-      }
-    }
-  }
-}
-
 // Prefill: both halves of the panel against each broadcast activation dword, so one broadcast
 // feeds two vpdpbusd (loads, not arithmetic, bound this loop).
 template <int H, int NA>
@@ -306,7 +251,8 @@ void run_panel(int64_t k, const PanelBlock* p, int nw, const uint8_t* a, size_t 
       __m512i u[H];
       for (int h = 0; h < H; ++h) u[h] = _mm512_load_si512(p[b].u[s][h]);
       for (int c = 0; c < NA; ++c) {
-        const __m512i y = act_four(reinterpret_cast<const ActBlock*>(a + c * lda)[b], s);
+        const __m512i y =
+            lanes::broadcast4(reinterpret_cast<const ActBlock*>(a + c * lda)[b].qs + 4 * s);
         for (int h = 0; h < H; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], u[h], y);
       }
     }
@@ -317,7 +263,7 @@ void run_panel(int64_t k, const PanelBlock* p, int nw, const uint8_t* a, size_t 
       }
     }
   }
-  store<H, NA>(acc, nw, out, ldo_w, ldo_a);
+  lanes::store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
 }
 
 // Decode: sixteen rows at a time, transposed in registers block by block (a tile's halves one
@@ -337,7 +283,8 @@ void run_plain(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a
     }
     for (int s = 0; s < 8; ++s) {
       for (int c = 0; c < NA; ++c) {
-        const __m512i y = act_four(reinterpret_cast<const ActBlock*>(a + c * lda)[b], s);
+        const __m512i y =
+            lanes::broadcast4(reinterpret_cast<const ActBlock*>(a + c * lda)[b].qs + 4 * s);
         sum[c] = _mm512_dpbusd_epi32(sum[c], u.u[s], y);
       }
     }
@@ -345,7 +292,7 @@ void run_plain(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a
       add_block(acc[0][c], sum[c], u.dw, reinterpret_cast<const ActBlock*>(a + c * lda)[b].d);
     }
   }
-  store<1, NA>(acc, nw, out, ldo_w, ldo_a);
+  lanes::store_rows<1, NA>(acc, nw, out, ldo_w, ldo_a);
 }
 
 struct Plain {
