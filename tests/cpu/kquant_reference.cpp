@@ -83,6 +83,31 @@ float ggml_dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t n) {
   return ggml_hsum_float_8(acc) + (m0 + m1);  // add_ss with movehdup
 }
 
+float lanes_dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t n) {
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    int32_t sum = 0, mins = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      scale_min_k4(j, x[i].scales, sc, m);
+      int32_t dot = 0, act = 0;
+      for (int e = 0; e < 32; ++e) {
+        const uint8_t byte = x[i].qs[32 * (j / 2) + e];
+        const int q = j % 2 == 0 ? byte & 0x0f : byte >> 4;
+        dot += q * y[i].qs[32 * j + e];
+        act += y[i].qs[32 * j + e];
+      }
+      sum += sc * dot;
+      mins += m * act;
+    }
+    const float d = core::half_to_float(x[i].d) * y[i].d;
+    const float dmin = core::half_to_float(x[i].dmin) * y[i].d;
+    acc = std::fma(static_cast<float>(sum), d, acc);
+    acc = std::fma(-static_cast<float>(mins), dmin, acc);
+  }
+  return acc;
+}
+
 float ggml_dot_q5_k(const BlockQ5_K* x, const BlockQ8_K* y, int64_t n) {
   float acc[8] = {};
   float summs = 0.0f;

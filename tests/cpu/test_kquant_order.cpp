@@ -1,7 +1,9 @@
 // The q4_k, q5_k and q6_k dot products round exactly as llama.cpp's x86 kernels do: every path
 // (tiles of every shape mul_mat uses, hence decode and prefill; the packed path when there is
 // one; mul_mat itself on 1 and 2 threads) gives the bits of the scalar emulation in
-// kquant_reference.cpp, on random blocks with extreme scales.
+// kquant_reference.cpp, on random blocks with extreme scales. The exception is a packed path
+// that keeps one weight row per lane (q4_k with AVX-512 VNNI): it sums in its own order, which
+// lanes_dot_q4_k emulates, and is held to that the same way.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,6 +94,14 @@ struct KType {
   Type type;
   size_t block_bytes;
   float (*ref)(const uint8_t* x, const BlockQ8_K* y, int64_t k);
+  /// The order of a packed kernel with one weight row per lane, where there is one.
+  float (*lanes_ref)(const uint8_t* x, const BlockQ8_K* y, int64_t k) = nullptr;
+
+  /// What the packed path (or mul_mat, which takes it where it exists) must give.
+  auto packed_ref(int64_t k) const {
+    const PackedDot* pd = kernel_set().packed_dot(type, k);
+    return pd != nullptr && pd->pack_panel != nullptr ? lanes_ref : ref;
+  }
 };
 
 template <class Block, float (*F)(const Block*, const BlockQ8_K*, int64_t)>
@@ -100,7 +110,8 @@ float ref_bytes(const uint8_t* x, const BlockQ8_K* y, int64_t k) {
 }
 
 const KType kTypes[] = {
-    {Type::kQ4_K, sizeof(BlockQ4_K), ref_bytes<BlockQ4_K, test::ggml_dot_q4_k>},
+    {Type::kQ4_K, sizeof(BlockQ4_K), ref_bytes<BlockQ4_K, test::ggml_dot_q4_k>,
+     ref_bytes<BlockQ4_K, test::lanes_dot_q4_k>},
     {Type::kQ5_K, sizeof(BlockQ5_K), ref_bytes<BlockQ5_K, test::ggml_dot_q5_k>},
     {Type::kQ6_K, sizeof(BlockQ6_K), ref_bytes<BlockQ6_K, test::ggml_dot_q6_k>},
 };
@@ -229,7 +240,7 @@ TEST(KQuantOrder, PackedPathMatchesLlamaCpp) {
           pd->tile(k, w.data(), ldw, nw, a, a_row, na, out.data(), na, 1);
           for (int r = 0; r < nw; ++r) {
             for (int c = 0; c < na; ++c) {
-              const float want = t.ref(w.data() + r * ldw, q.data() + c * nb, k);
+              const float want = t.packed_ref(k)(w.data() + r * ldw, q.data() + c * nb, k);
               ASSERT_TRUE(same_bits(out[static_cast<size_t>(r * na + c)], want))
                   << core::type_name(t.type) << " k " << k << " tile " << nw << "x" << na;
             }
@@ -268,7 +279,7 @@ TEST(KQuantOrder, MulMatMatchesLlamaCpp) {
         for (int64_t c = 0; c < n; ++c) {
           core::traits(Type::kQ8_K).from_float(xf + c * kK, q.data(), kK);
           for (int64_t r = 0; r < kM; ++r) {
-            const float want = t.ref(wb.data() + r * w->nb[1], q.data(), kK);
+            const float want = t.packed_ref(kK)(wb.data() + r * w->nb[1], q.data(), kK);
             const float got = static_cast<const float*>(out->data)[c * kM + r];
             ASSERT_TRUE(same_bits(got, want)) << core::type_name(t.type) << " n " << n
                                               << " threads " << threads << " at " << r << "," << c;

@@ -1,5 +1,6 @@
 // The activation layout of the packed mul_mat path (dot_packed.h) for q4_k, q5_k and q6_k
-// weights, used by the AVX-512 kernels (dot_packed_q4_q5_k.cpp, dot_packed_q6_k.cpp).
+// weights, used by the AVX-512 kernels (dot_packed_q4_k.cpp, dot_packed_q5_k.cpp,
+// dot_packed_q6_k.cpp).
 //
 // Each super-block keeps core's q8_k rounding of the row, plus what every tile would otherwise
 // recompute for every weight row: the sums over each sub-block of 32 (for the mins of q4_k and
@@ -38,7 +39,8 @@ size_t packed_q8k_row_bytes(int64_t k);
 namespace strata::cpu::STRATA_KERNEL_NS {
 
 #if defined(STRATA_CPU_AVX512)
-// The packed paths, defined beside their kernels (dot_packed_q4_q5_k.cpp, dot_packed_q6_k.cpp).
+// The packed paths, defined beside their kernels (dot_packed_q4_k.cpp, dot_packed_q5_k.cpp,
+// dot_packed_q6_k.cpp).
 extern const PackedDot kPackedQ4_K;
 extern const PackedDot kPackedQ5_K;
 extern const PackedDot kPackedQ6_K;

@@ -2,7 +2,7 @@
 // llama.cpp does (dot_q6_k.cpp states the arithmetic; dot_k_order.h the rules).
 //
 // Weight rows are taken two at a time, one per 256-bit half of each register, as in
-// dot_packed_q4_q5_k.cpp. Levels are taken as signed w = u - 32 and the packed activations are
+// dot_packed_q5_k.cpp. Levels are taken as signed w = u - 32 and the packed activations are
 // y + 128 as unsigned bytes, so vpmaddubsw needs no separate offset pass:
 // sum sc (y + 128) w = sum sc y w + 128 sum sc w, and the second sum depends on the weights
 // only, once per row pair. vpmaddubsw pairs stay within 2 * 255 * 32 < 2^15.

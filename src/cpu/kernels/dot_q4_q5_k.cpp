@@ -16,8 +16,9 @@
 // elements for the rows of full groups of four in a batch and per super-block for the others.
 //
 // This file holds the plain q8_k path (AVX2 and portable): what builds without AVX-512 run, and
-// what the tile tests check. AVX-512 builds run mul_mat on the packed path,
-// dot_packed_q4_q5_k.cpp, which gives the same bits.
+// what the tile tests check. AVX-512 builds run mul_mat on the packed paths: for q5_k
+// dot_packed_q5_k.cpp, which gives the same bits; for q4_k dot_packed_q4_k.cpp, which keeps one
+// weight row per lane and sums in an order of its own.
 #include <cstring>
 
 #include "core/blocks.h"
