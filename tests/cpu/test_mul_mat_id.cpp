@@ -24,7 +24,8 @@ using core::Tensor;
 using core::Type;
 
 TEST(MulMatId, EachColumnIsBitIdenticalToMulMat) {
-  constexpr int64_t kM = 37, kExperts = 5, kUsed = 3, kTokens = 9;
+  // Enough tokens that experts get more rows than decode takes (the packed kernels' panels).
+  constexpr int64_t kM = 37, kExperts = 5, kUsed = 3, kTokens = 15;
   const std::vector<int32_t> ids = test::random_ints(kUsed * kTokens, 0, kExperts, 91);
   for (Type t : test::kWeightTypes) {
     for (bool per_slot : {false, true}) {

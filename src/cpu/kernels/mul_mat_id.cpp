@@ -29,6 +29,10 @@ namespace {
 using core::Tensor;
 using core::Type;
 
+// More activation rows than this in a chunk and a packed kernel's weight tile goes through a
+// panel (as mul_mat's decode threshold).
+constexpr int64_t kPanelMinActRows = 4;
+
 struct Plan {
   const DotKernels* dk = nullptr;
   const PackedDot* packed = nullptr;
@@ -38,8 +42,9 @@ struct Plan {
   size_t act_row = 0;    ///< bytes of one converted activation row
   size_t act_bytes = 0;  ///< shared: every pair's converted row
   // Per thread: the grouping (offsets [n_expert + 1], pairs [n_used * n_tokens]), a dense f32
-  // row for strided activations, and one tile's outputs.
-  size_t off_pairs = 0, off_row = 0, off_tile = 0, per_thread = 0;
+  // row for strided activations, one tile's outputs and, where the packed kernel rearranges
+  // weight rows (PackedDot::pack_panel), one weight tile's panel.
+  size_t off_pairs = 0, off_row = 0, off_tile = 0, off_panel = 0, per_thread = 0;
 
   int64_t pairs() const { return n_used * n_tokens; }
 };
@@ -73,7 +78,11 @@ Plan make_plan(const Tensor& dst) {
   p.off_pairs = align_up(static_cast<size_t>(p.n_expert + 1) * sizeof(int32_t));
   p.off_row = p.off_pairs + align_up(static_cast<size_t>(p.pairs()) * sizeof(int32_t));
   p.off_tile = p.off_row + align_up(static_cast<size_t>(p.k) * sizeof(float));
-  p.per_thread = p.off_tile + align_up(static_cast<size_t>(p.max_w * p.max_a) * sizeof(float));
+  p.off_panel = p.off_tile + align_up(static_cast<size_t>(p.max_w * p.max_a) * sizeof(float));
+  p.per_thread = p.off_panel;
+  if (p.packed != nullptr && p.packed->pack_panel != nullptr) {
+    p.per_thread += align_up(p.packed->panel_bytes(p.k));
+  }
   return p;
 }
 
@@ -185,6 +194,7 @@ Status mul_mat_id(const Tensor& dst, const KernelArgs& args) {
   auto* pairs = reinterpret_cast<int32_t*>(local + p.off_pairs);
   auto* row = reinterpret_cast<float*>(local + p.off_row);
   auto* tile_out = reinterpret_cast<float*>(local + p.off_tile);
+  uint8_t* panel = local + p.off_panel;
 
   group_pairs(ids, p, offsets, pairs);
   convert_pairs(x, p, pairs, act, row, args);
@@ -211,14 +221,24 @@ Status mul_mat_id(const Tensor& dst, const KernelArgs& args) {
       const int64_t m0 = local_c % ch.count_m * ch.size_m;
       const int64_t n1 = std::min(cnt, n0 + ch.size_n);
       const int64_t m1 = std::min(p.m, m0 + ch.size_m);
+      // Enough rows for an expert (prefill) and the weight tile is rearranged once for all of
+      // them, as mul_mat does; the outputs are the same bits either way.
+      const bool use_panel =
+          p.packed != nullptr && p.packed->pack_panel != nullptr && n1 - n0 > kPanelMinActRows;
       for (int64_t iw = m0; iw < m1; iw += p.max_w) {
         const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
         const uint8_t* wp = w_expert + static_cast<size_t>(iw) * w_row;
+        DotTileFn tile = p.tile;
+        if (use_panel) {
+          p.packed->pack_panel(p.k, wp, w_row, nw, panel);
+          wp = panel;
+          tile = p.packed->panel_tile;
+        }
         for (int64_t ia = n0; ia < n1; ia += p.max_a) {
           const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
           const int64_t s0 = offsets[e] + ia;
-          p.tile(p.k, wp, w_row, nw, act + static_cast<size_t>(s0) * p.act_row, p.act_row, na,
-                 tile_out, 1, nw);
+          tile(p.k, wp, w_row, nw, act + static_cast<size_t>(s0) * p.act_row, p.act_row, na,
+               tile_out, 1, nw);
           for (int a = 0; a < na; ++a) {
             const int64_t pair = pairs[s0 + a];
             auto* out =
