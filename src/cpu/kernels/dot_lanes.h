@@ -93,6 +93,22 @@ void store_rows(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, i
   }
 }
 
+/// A tile of nw weight rows (H registers of sixteen) by na activation rows, its shape taken at
+/// run time, to Kernel::run<H, NA> instantiated for it (registers of rows by nw, then na).
+template <class Kernel, int H, int NA>
+void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
+              float* out, int64_t ldo_w, int64_t ldo_a) {
+  if constexpr (H > 1) {
+    if (nw <= kRows * (H - 1)) {
+      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
+    }
+  }
+  if constexpr (NA > 1) {
+    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
+  }
+  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
+}
+
 }  // namespace strata::cpu::STRATA_KERNEL_NS::lanes
 
 #endif  // STRATA_CPU_AVX512

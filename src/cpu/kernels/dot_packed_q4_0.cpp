@@ -128,9 +128,6 @@ constexpr Index32w kScales3 = scales_round(3, 0);
 constexpr Index32w kScales4Low = scales_round(4, 0);
 constexpr Index32w kScales4High = scales_round(4, 1);
 
-// Bytes ahead of the block being read, per weight row (as the other decode kernels).
-constexpr size_t kPrefetch = 1536;
-
 /// Sixteen q4_0 rows read in place. Rows past nw repeat the last one: their lanes compute
 /// something finite that is never stored.
 class PlainRows {
@@ -196,21 +193,6 @@ class PlainRows {
   int64_t blocks_;
   size_t offset_[kRows];
   alignas(64) mutable float scales_[4][kRows];
-};
-
-/// Sixteen rows already transposed into a panel.
-class PanelRows {
- public:
-  explicit PanelRows(const uint8_t* panel) : p_(reinterpret_cast<const PanelBlock*>(panel)) {}
-
-  [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
-    const PanelBlock& blk = p_[b];
-    for (int s = 0; s < 8; ++s) o.u[s] = _mm512_load_si512(blk.u[s]);
-    o.dw = _mm512_load_ps(blk.dw);
-  }
-
- private:
-  const PanelBlock* p_;
 };
 
 void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
@@ -314,31 +296,16 @@ struct Panel {
   }
 };
 
-// The shape at run time to a kernel instantiated for it: halves by nw, then na.
-template <class Kernel, int H, int NA>
-void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
-              float* out, int64_t ldo_w, int64_t ldo_a) {
-  if constexpr (H > 1) {
-    if (nw <= kRows * (H - 1)) {
-      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-    }
-  }
-  if constexpr (NA > 1) {
-    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-  }
-  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
-}
-
 constexpr PackedDot kPackedQ4_0 = {
     .max_w = kHalves * kRows,
     .max_a = kMaxA,
     .group = kQK8_0,
     .act_row_bytes = act_row_bytes,
     .pack = pack,
-    .tile = dispatch<Plain, kHalves, kMaxA>,
+    .tile = lanes::dispatch<Plain, kHalves, kMaxA>,
     .panel_bytes = panel_bytes,
     .pack_panel = pack_panel,
-    .panel_tile = dispatch<Panel, kHalves, kMaxA>,
+    .panel_tile = lanes::dispatch<Panel, kHalves, kMaxA>,
 };
 
 #endif  // STRATA_CPU_AVX512

@@ -217,21 +217,6 @@ struct Plain {
   }
 };
 
-// The shape at run time to a kernel instantiated for it: halves by nw, then na.
-template <class Kernel, int H, int NA>
-void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
-              float* out, int64_t ldo_w, int64_t ldo_a) {
-  if constexpr (H > 1) {
-    if (nw <= kRows * (H - 1)) {
-      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-    }
-  }
-  if constexpr (NA > 1) {
-    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-  }
-  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
-}
-
 #endif  // STRATA_CPU_AVX512
 
 }  // namespace
@@ -243,10 +228,10 @@ const PackedDot kPackedQ4_K = {
     .group = kQK_K,
     .act_row_bytes = kquant::packed_q8k_row_bytes,
     .pack = kquant::pack_q8k<false>,
-    .tile = dispatch<Plain, kHalves, kMaxA>,
+    .tile = lanes::dispatch<Plain, kHalves, kMaxA>,
     .panel_bytes = panel_bytes,
     .pack_panel = pack_panel,
-    .panel_tile = dispatch<Panel, kHalves, kMaxA>,
+    .panel_tile = lanes::dispatch<Panel, kHalves, kMaxA>,
 };
 #endif
 
