@@ -199,7 +199,7 @@ Status RemoteBackend::signal(backend::Event& event, uint64_t value) {
         const int r = device_->rank();
         Command c = command(CommandKind::kSignal);
         c.queue = device_->queue();
-        c.v[0] = expect_signal(r, event, value);
+        c.v[0] = expect_signal(r, this, event, value);
         Status st = post(r, c);
         if (!st.ok()) signalled(c.v[0], st);
         return st;
@@ -249,6 +249,12 @@ Status RemoteBackend::synchronize() {
   sync.queue = device_->queue();
   Status remote = ask_status(r, sync);
   if (first.ok()) first = remote;
+  // The rank has answered every signal queued before the sync; rank 0's listener may not have
+  // raised them all yet, and the caller may destroy their events once this returns.
+  if (!await_signals(this, wait_timeout_) && first.ok()) {
+    first = error(ErrorCode::kInternal,
+                  std::string(device_->name()) + ": the rank's signals did not arrive in time");
+  }
   return first;
 }
 
