@@ -176,7 +176,7 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
 TEST(PackedDotTile, PanelEqualsRowsInPlace) {
   int checked = 0;
   for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0, core::Type::kQ4_K}) {
-    for (int64_t k : {int64_t{32} * 3, int64_t{512}, int64_t{32} * 65}) {
+    for (int64_t k : {int64_t{32} * 3, int64_t{64} * 5, int64_t{512}, int64_t{32} * 65}) {
       const PackedDot* pd = kernel_set().packed_dot(wt, k);
       if (pd == nullptr || pd->pack_panel == nullptr) continue;
       ++checked;

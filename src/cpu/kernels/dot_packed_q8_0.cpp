@@ -10,10 +10,21 @@
 // both rows' eight lanes for that block, and one multiply-add updates both rows' accumulators.
 // vpdpbusd wants unsigned weights: u = q ^ 0x80 = q + 128, and each packed activation block
 // carries -128 * (sum of each lane's four activations) as the lanes' initial value.
+//
+// Prefill keeps that order with one weight row per int32 lane instead (dot_lanes_q0.h): a
+// chunk's tile of 32 rows is transposed once into a panel, where step s of a block (elements
+// 4s..4s+3 of sixteen rows) is exactly llama.cpp's lane s of those rows. Lane s of every output
+// is then summed over the blocks in one pass of its own, the passes' results added as
+// simd::hsum adds the eight lanes. The float work per vpdpbusd drops from a multiply, a convert
+// and a fused multiply-add on a weight block broadcast for two activation rows to a convert
+// and a fused multiply-add on sixteen rows, the weights are unpacked once per chunk, and the
+// bits stay those of the row-pair kernel (decode), which serves tiles of up to four rows.
+#include <algorithm>
 #include <cstring>
 
 #include "core/blocks.h"
 #include "core/float16.h"
+#include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/quantize_act.h"
@@ -249,8 +260,127 @@ struct LaneDot {
 constexpr int kMaxW = 4;
 constexpr int kMaxA = 6;
 
-const PackedDot kPackedQ8_0Lanes = {kMaxW,         kMaxA, kGroup,
-                                    act_row_bytes, pack,  tile_dispatch<LaneDot, kMaxW, kMaxA>};
+/// A tile of up to 32 rows (the panel's), four rows at a time.
+void row_pairs_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                    int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  for (int r = 0; r < nw; r += kMaxW) {
+    tile_dispatch<LaneDot, kMaxW, kMaxA>(k, w + r * ldw, ldw, std::min(kMaxW, nw - r), a, lda, na,
+                                         out + r * ldo_w, ldo_w, ldo_a);
+  }
+}
+
+using lanes::kRows;
+
+/// Sixteen q8_0 rows read in place for the panel, as unsigned levels. Rows past nw repeat the
+/// last one: their lanes compute something finite that is never stored.
+class Q8Rows {
+ public:
+  Q8Rows(int64_t k, const uint8_t* w, size_t ldw, int nw) : w_(w), blocks_(k / kQK8_0) {
+    lanes::row_offsets(ldw, nw, offset_);
+  }
+
+  [[gnu::always_inline]] void load(int64_t b, lanes::WeightBlock& o) const {
+    const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ8_0);
+    if (b % kScalesPerLoad == 0) Scales::load(base, offset_, blocks_ - b, scales_);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int half = 0; half < 2; ++half) {
+      __m512i t[4];
+      lanes::transpose16x4(base + offsetof(BlockQ8_0, qs) + 16 * half, offset_, t);
+      for (int j = 0; j < 4; ++j) o.u[4 * half + j] = _mm512_xor_si512(t[j], flip);
+    }
+    o.dw = _mm512_load_ps(scales_[b % kScalesPerLoad]);
+  }
+
+ private:
+  // Two 34-byte blocks' scales per 64-byte load (words 0 and 17).
+  static constexpr int kScalesPerLoad = 2;
+  using Scales = lanes::ScaleTree<kScalesPerLoad, sizeof(BlockQ8_0) / 2>;
+
+  const uint8_t* w_;
+  int64_t blocks_;
+  size_t offset_[kRows];
+  alignas(64) mutable float scales_[kScalesPerLoad][kRows];
+};
+
+// Prefill from a panel: pass s sums lane s of every output over a segment of blocks, each
+// block's d_w * d_a computed once per segment for all eight passes.
+struct LanePasses {
+  static constexpr int kSegment = 8;  ///< blocks per segment
+
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    const auto* p = reinterpret_cast<const lanes::PanelBlock*>(w);
+    const auto act = [&](int c, int64_t b) -> const LaneBlock& {
+      return reinterpret_cast<const LaneBlock*>(a + c * lda)[b];
+    };
+    const int64_t blocks = k / kQK8_0;
+    __m512 lane[8][H][NA];
+    for (int s = 0; s < 8; ++s) {
+      for (int h = 0; h < H; ++h) {
+        for (int c = 0; c < NA; ++c) lane[s][h][c] = _mm512_setzero_ps();
+      }
+    }
+    for (int64_t b0 = 0; b0 < blocks; b0 += kSegment) {
+      const int nb = static_cast<int>(std::min<int64_t>(kSegment, blocks - b0));
+      __m512 scale[kSegment][H][NA];
+      for (int i = 0; i < nb; ++i) {
+        for (int h = 0; h < H; ++h) {
+          const __m512 dw = _mm512_load_ps(p[b0 + i].dw[h]);
+          for (int c = 0; c < NA; ++c) {
+            scale[i][h][c] = _mm512_mul_ps(dw, _mm512_set1_ps(act(c, b0 + i).d[0]));
+          }
+        }
+      }
+      for (int s = 0; s < 8; ++s) {
+        __m512 acc[H][NA];
+        for (int h = 0; h < H; ++h) {
+          for (int c = 0; c < NA; ++c) acc[h][c] = lane[s][h][c];
+        }
+        for (int i = 0; i < nb; ++i) {
+          const int64_t b = b0 + i;
+          __m512i u[H];
+          for (int h = 0; h < H; ++h) u[h] = _mm512_load_si512(p[b].u[s][h]);
+          for (int c = 0; c < NA; ++c) {
+            const LaneBlock& y = act(c, b);
+            const __m512i q = lanes::broadcast4(y.qs + 4 * s);
+            const __m512i corr = _mm512_set1_epi32(y.corr[s]);
+            for (int h = 0; h < H; ++h) {
+              const __m512i sum = _mm512_dpbusd_epi32(corr, u[h], q);
+              acc[h][c] =
+                  _mm512_fmadd_ps(scale[i][h][c], _mm512_maskz_cvtepi32_ps(0xffff, sum), acc[h][c]);
+            }
+          }
+        }
+        for (int h = 0; h < H; ++h) {
+          for (int c = 0; c < NA; ++c) lane[s][h][c] = acc[h][c];
+        }
+      }
+    }
+    // simd::hsum's order: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+    __m512 sum[H][NA];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < NA; ++c) {
+        const auto pair = [&](int i, int j) { return _mm512_add_ps(lane[i][h][c], lane[j][h][c]); };
+        sum[h][c] = _mm512_add_ps(_mm512_add_ps(pair(0, 4), pair(2, 6)),
+                                  _mm512_add_ps(pair(1, 5), pair(3, 7)));
+      }
+    }
+    lanes::store_rows<H, NA>(sum, nw, out, ldo_w, ldo_a);
+  }
+};
+
+const PackedDot kPackedQ8_0Lanes = {
+    .max_w = lanes::kHalves * kRows,
+    .max_a = kMaxA,
+    .group = kGroup,
+    .act_row_bytes = act_row_bytes,
+    .pack = pack,
+    .tile = row_pairs_tile,
+    .panel_bytes = lanes::panel_bytes,
+    .pack_panel = lanes::pack_panel<Q8Rows>,
+    .panel_tile = lanes::dispatch<LanePasses, lanes::kHalves, kMaxA>,
+};
 
 #endif  // STRATA_CPU_AVX512
 
