@@ -7,6 +7,7 @@
 // tree. Each output therefore rounds exactly as in dot_float.cpp; only the loop order differs.
 #include "cpu/kernels/dot_transposed.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -22,6 +23,59 @@ constexpr int kLanes = 16;
 __m512 load16(core::Type type, const uint8_t* p) {
   if (type == core::Type::kF32) return _mm512_loadu_ps(p);
   return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Up to four blocks of 16 outputs (64 of them: a 128-byte f16 row of the cache) for up to four
+// activation rows. Lane l of every output takes cells l, l + 16, l + 32, ... in that order, so
+// one pass per lane walks down the cells 16 at a stride with every accumulator in a register:
+// each cache line of the rows is read once per pass, and per cell one load (and convert) per
+// block feeds every activation row. (Walking each output's 16 lanes as registers instead reads
+// the rows once per activation row and per block, half a line at a time.) lanes[(r * 16 + l)
+// * m + d] receives lane l of output d for activation r; the caller sums the lanes.
+constexpr int kBlocks = 4;
+
+template <int NB, int NR>
+void walk_lanes(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t* w,
+                size_t col_stride, const float* acts, float* lanes) {
+  const size_t es = core::type_size(type);
+  const uint8_t* base = w + static_cast<size_t>(d0) * es;
+  for (int l = 0; l < kLanes; ++l) {
+    __m512 acc[NB][NR];
+    for (int b = 0; b < NB; ++b) {
+      for (int r = 0; r < NR; ++r) acc[b][r] = _mm512_setzero_ps();
+    }
+    for (int64_t j = l; j < k; j += kLanes) {
+      const uint8_t* row = base + static_cast<size_t>(j) * col_stride;
+      __m512 v[NB];
+      for (int b = 0; b < NB; ++b) v[b] = load16(type, row + static_cast<size_t>(kLanes * b) * es);
+      for (int r = 0; r < NR; ++r) {
+        const __m512 a = _mm512_set1_ps(acts[r * k + j]);
+        for (int b = 0; b < NB; ++b) acc[b][r] = _mm512_fmadd_ps(v[b], a, acc[b][r]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      for (int b = 0; b < NB; ++b) {
+        _mm512_storeu_ps(lanes + (r * kLanes + l) * m + d0 + kLanes * b, acc[b][r]);
+      }
+    }
+  }
+}
+
+/// walk_lanes<nb, nr> for the run-time nb <= NB and nr <= NR.
+template <int NB, int NR>
+void walk_lanes_dispatch(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t* w,
+                         size_t col_stride, const float* acts, int nb, int nr, float* lanes) {
+  if constexpr (NB > 1) {
+    if (nb < NB) {
+      return walk_lanes_dispatch<NB - 1, NR>(type, k, m, d0, w, col_stride, acts, nb, nr, lanes);
+    }
+  }
+  if constexpr (NR > 1) {
+    if (nr < NR) {
+      return walk_lanes_dispatch<NB, NR - 1>(type, k, m, d0, w, col_stride, acts, nb, nr, lanes);
+    }
+  }
+  walk_lanes<NB, NR>(type, k, m, d0, w, col_stride, acts, lanes);
 }
 #elif defined(STRATA_CPU_AVX2)
 inline __m256 load8(core::Type type, const uint8_t* p) {
@@ -94,23 +148,20 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
   for (int r = 0; r < n_act; ++r) row_to_f32(type, a + r * lda, acts + r * k, k);
   int64_t vec_m = 0;
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
-  // 16 outputs at a time, their 16 lanes in 16 registers: cell j feeds register j % 16.
   vec_m = m / kLanes * kLanes;
+  for (int64_t d = 0; d < vec_m; d += kBlocks * kLanes) {
+    const int blocks = static_cast<int>(std::min<int64_t>(kBlocks, (vec_m - d) / kLanes));
+    walk_lanes_dispatch<kBlocks, kTransposedMaxRows>(type, k, m, d, w, col_stride, acts, blocks,
+                                                     n_act, lanes);
+  }
   for (int r = 0; r < n_act; ++r) {
-    const float* act = acts + r * k;
+    const float* own = lanes + r * kLanes * m;
     for (int64_t d = 0; d < vec_m; d += kLanes) {
-      __m512 acc[kLanes];
-      for (int l = 0; l < kLanes; ++l) acc[l] = _mm512_setzero_ps();
-      const uint8_t* col = w + static_cast<size_t>(d) * es;
-      for (int64_t j0 = 0; j0 < k; j0 += kLanes) {
-        for (int l = 0; l < kLanes; ++l) {
-          const int64_t j = j0 + l;
-          acc[l] = _mm512_fmadd_ps(load16(type, col + static_cast<size_t>(j) * col_stride),
-                                   _mm512_set1_ps(act[j]), acc[l]);
-        }
-      }
       __m512 t8[8], t4[4];
-      for (int i = 0; i < 8; ++i) t8[i] = _mm512_add_ps(acc[i], acc[i + 8]);
+      for (int i = 0; i < 8; ++i) {
+        t8[i] =
+            _mm512_add_ps(_mm512_loadu_ps(own + i * m + d), _mm512_loadu_ps(own + (i + 8) * m + d));
+      }
       for (int i = 0; i < 4; ++i) t4[i] = _mm512_add_ps(t8[i], t8[i + 4]);
       const __m512 sum = _mm512_add_ps(_mm512_add_ps(t4[0], t4[2]), _mm512_add_ps(t4[1], t4[3]));
       alignas(64) float s[kLanes];
