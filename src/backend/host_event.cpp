@@ -39,12 +39,23 @@ void HostEvent::signal_failed(uint64_t v, const Status& why) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t cur = value_.load(std::memory_order_relaxed);
     if (v > cur) {
-      failed_after_ = cur;
-      failed_through_ = v;
-      try {
-        failure_ = why;
-      } catch (const std::bad_alloc&) {
-        failure_ = error(why.code(), "out of memory describing a failure");
+      FailedRange* last = n_failed_ > 0 ? &failed_[n_failed_ - 1] : nullptr;
+      if (last != nullptr && last->through == cur) {
+        last->through = v;  // no good signal since: the same run of failed values
+      } else {
+        if (n_failed_ == kRanges) {
+          failed_[1].after = failed_[0].after;
+          for (size_t i = 1; i < kRanges; ++i) failed_[i - 1] = std::move(failed_[i]);
+          --n_failed_;
+        }
+        FailedRange& r = failed_[n_failed_++];
+        r.after = cur;
+        r.through = v;
+        try {
+          r.why = why;
+        } catch (const std::bad_alloc&) {
+          r.why = error(why.code(), "out of memory describing a failure");
+        }
       }
       ever_failed_.store(true, std::memory_order_relaxed);
     }
@@ -56,7 +67,9 @@ void HostEvent::signal_failed(uint64_t v, const Status& why) {
 Status HostEvent::failure_at(uint64_t v) const {
   if (!ever_failed_.load(std::memory_order_relaxed)) return {};
   std::lock_guard<std::mutex> lock(mutex_);
-  if (v > failed_after_ && v <= failed_through_) return failure_;
+  for (size_t i = n_failed_; i-- > 0;) {
+    if (v > failed_[i].after && v <= failed_[i].through) return failed_[i].why;
+  }
   return {};
 }
 

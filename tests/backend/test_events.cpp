@@ -92,6 +92,38 @@ TEST(Event, AFailedSignalMarksOnlyTheValuesItRaised) {
   EXPECT_TRUE(e.failure_at(4).ok()) << "a failed signal that raises nothing marks nothing";
 }
 
+// A waiter may look at its value only after later signals: the failures before them must still
+// be there (a second failed signal once replaced the first one's range, and a late waiter then
+// computed from inputs nobody produced).
+TEST(Event, EarlierFailuresOutliveLaterSignals) {
+  EventOnlyDevice device;
+  HostEvent e(device);
+  e.signal(1);
+  e.signal_failed(2, error(ErrorCode::kOutOfMemory, "first"));
+  e.signal_failed(4, error(ErrorCode::kInternal, "second"));
+  e.signal(6);
+  e.signal_failed(7, error(ErrorCode::kIo, "third"));
+  EXPECT_TRUE(e.failure_at(1).ok());
+  EXPECT_EQ(e.failure_at(2).message(), "first") << "consecutive failures share one range";
+  EXPECT_EQ(e.failure_at(4).message(), "first");
+  EXPECT_TRUE(e.failure_at(5).ok()) << "raised by good work between the failures";
+  EXPECT_TRUE(e.failure_at(6).ok());
+  EXPECT_EQ(e.failure_at(7).message(), "third");
+  // Many separate failures: the newest are all kept, the oldest merge (a good value between
+  // them may read as failed, a failed one never as good).
+  for (uint64_t v = 8; v < 40; v += 2) {
+    e.signal(v);
+    e.signal_failed(v + 1, error(ErrorCode::kIo, "many"));
+  }
+  for (uint64_t v = 2; v < 40; v += 1) {
+    const bool failed_value = v == 2 || v == 3 || v == 4 || v == 7 || (v >= 9 && v % 2 == 1);
+    if (failed_value) {
+      EXPECT_FALSE(e.failure_at(v).ok()) << v;
+    }
+  }
+  for (uint64_t v = 30; v < 40; v += 2) EXPECT_TRUE(e.failure_at(v).ok()) << v;
+}
+
 TEST(Event, WaitOnReachedValueReturnsAtOnceEvenWithoutTime) {
   EventOnlyDevice device;
   HostEvent e(device);
