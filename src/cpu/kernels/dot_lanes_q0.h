@@ -10,13 +10,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "core/blocks.h"
-#include "core/float16.h"
 #include "cpu/kernels/dot_lanes.h"
-#include "cpu/kernels/dot_packed.h"
-#include "cpu/kernels/quantize_act.h"
 
 #if defined(STRATA_CPU_AVX512)
 

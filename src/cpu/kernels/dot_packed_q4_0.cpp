@@ -1,5 +1,5 @@
 // Packed AVX-512 VNNI kernel for q4_0 weights with q8_0 activations: one weight row per int32
-// lane (dot_lanes_q0.h has the arithmetic and the tile loops).
+// lane (dot_lanes_q0.h has the row gathering and the panel, shared with q8_0).
 //
 // Sixteen weight rows are transposed so that lane r of a register holds four consecutive
 // quants of row r; one vpdpbusd against four activation bytes broadcast to every lane then
@@ -8,7 +8,15 @@
 // activation row is one convert, one multiply (d_w * d_a, exact: two f16 values) and one fused
 // multiply-add for sixteen outputs at once, with no horizontal sum at the end. (Kernels that
 // keep elements in lanes spend three float instructions per vpdpbusd instead of three per
-// eight.) The levels are taken as the nibbles themselves (q + 8).
+// eight.)
+//
+// vpdpbusd wants unsigned weights: the quants are taken as the nibbles themselves (q + 8), and
+// each packed activation block starts its lanes at -8 * (sum of its activations).
+//
+// Per row and block, in block order: acc = fma(float(exact block sum), d_w * d_a, acc). That
+// is the whole arithmetic, whatever the tile shape and whether the sixteen rows were
+// transposed on the fly (tile: decode, a few activation rows) or once into a panel that
+// serves every activation tile of a chunk (panel_tile: prefill). Both give the same bits.
 #include <cstring>
 
 #include "core/blocks.h"
@@ -31,7 +39,7 @@ using lanes::WeightBlock;
 // Six activation rows: 12 integer and 12 float accumulators, twelve vpdpbusd chains in flight
 // (enough to hide its latency at two per cycle), and each broadcast activation dword feeds two.
 constexpr int kMaxA = 6;
-constexpr int64_t kBlock = kQK8_0;
+using lanes::kBlock;
 
 /// One activation block as the kernels read it: a cache line.
 struct alignas(64) ActBlock {
