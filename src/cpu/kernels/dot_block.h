@@ -52,8 +52,7 @@ struct BlockDot {
         // Each weight row is its own stream: prefetching ahead keeps enough lines in flight
         // (and crosses 4 KiB pages) for decode to read the rows at memory speed.
         for (size_t off = 0; off < kPrefetchSpan; off += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes + off,
-                       _MM_HINT_T0);
+          simd::prefetch_stream(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes + off);
         }
         W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
       }

@@ -20,6 +20,7 @@
 #include "core/blocks.h"
 #include "cpu/kernels/dot_block.h"
 #include "cpu/kernels/dot_k.h"
+#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS::kquant {
 
@@ -56,7 +57,7 @@ struct PairwiseDot {
       for (int r = 0; r < NW; ++r) {
         const Block* x = reinterpret_cast<const Block*>(w + r * ldw) + b;
 #if defined(STRATA_CPU_AVX2)
-        _mm_prefetch(reinterpret_cast<const char*>(x) + kPrefetchBytes, _MM_HINT_T0);
+        simd::prefetch_stream(reinterpret_cast<const char*>(x) + kPrefetchBytes);
 #endif
         W::template step<NA>(*x, y, st[r]);
       }

@@ -24,6 +24,7 @@
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/quantize_act.h"
+#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -91,7 +92,7 @@ class Q4Rows {
       // the pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp).
       const uint8_t* next = next_ + static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0);
       for (size_t i = 0; i < kScalesPerLoad * kRows * sizeof(BlockQ4_0); i += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + i), _MM_HINT_T0);
+        simd::prefetch_stream(next + i);
       }
     }
     __m512i t[4];

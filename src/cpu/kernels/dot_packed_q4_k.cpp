@@ -21,6 +21,7 @@
 #include "cpu/kernels/dot_k_packed.h"
 #include "cpu/kernels/dot_lanes.h"
 #include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -100,8 +101,7 @@ size_t panel_bytes(int64_t k) {
     for (int e = 0; e < 2; ++e) {
       if (ahead != nullptr) {
         for (int l = 0; l < 5 && 5 * (2 * c + e) + l < 36; ++l) {
-          _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * (5 * (2 * c + e) + l)),
-                       _MM_HINT_T0);
+          simd::prefetch_stream(ahead + 64 * (5 * (2 * c + e) + l));
         }
       }
       __m512i t[4];

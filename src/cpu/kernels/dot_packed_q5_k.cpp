@@ -16,6 +16,7 @@
 #include "cpu/kernels/dot_k_order.h"
 #include "cpu/kernels/dot_k_packed.h"
 #include "cpu/kernels/dot_tile.h"
+#include "cpu/kernels/simd.h"
 
 #if defined(STRATA_CPU_AVX512)
 
@@ -102,9 +103,9 @@ struct PackedScaleMin {
         constexpr int kP = decltype(p_c)::value;
         x0[kP] = row(2 * kP) + b;
         x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
-        _mm_prefetch(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes, _MM_HINT_T0);
+        simd::prefetch_stream(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes);
         if constexpr (2 * kP + 1 < NW) {
-          _mm_prefetch(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes, _MM_HINT_T0);
+          simd::prefetch_stream(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes);
         }
         sm[kP] = scale_min_pair(x0[kP]->scales, x1[kP]->scales);
         scales[kP] = _mm512_maskz_shuffle_i64x2(0xff, sm[kP], sm[kP], _MM_SHUFFLE(2, 2, 0, 0));

@@ -12,6 +12,7 @@
 #include "cpu/kernels/dot_k_order.h"
 #include "cpu/kernels/dot_k_packed.h"
 #include "cpu/kernels/dot_tile.h"
+#include "cpu/kernels/simd.h"
 
 #if defined(STRATA_CPU_AVX512)
 
@@ -69,9 +70,9 @@ struct PackedQ6K {
         x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
         // 210-byte blocks: one prefetch per line.
         for (int off = 0; off < 192; off += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes + off, _MM_HINT_T0);
+          simd::prefetch_stream(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes + off);
           if constexpr (2 * kP + 1 < NW) {
-            _mm_prefetch(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes + off, _MM_HINT_T0);
+            simd::prefetch_stream(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes + off);
           }
         }
         scales[kP] = _mm512_cvtepi8_epi16(

@@ -79,8 +79,10 @@ inline __m512 pair_f(const float* lo, const float* hi) {
   return _mm512_castsi512_ps(pair_i(lo, hi));
 }
 
-// Bytes ahead of the block being read, per weight row (as the other decode kernels).
-constexpr size_t kPrefetch = 1536;
+// Bytes ahead of the block being read, per weight row: with four rows read side by side, 24
+// KiB of the matrix in flight to L2 (1536 bytes kept decode at 14.9 t/s on tinyllama, 6144 at
+// 19.0, on AMD Zen 4 with 2 threads).
+constexpr size_t kPrefetch = 6144;
 
 // The weight block's levels as unsigned bytes (q + 128) and its scale's bits.
 struct WeightBlock {
@@ -94,8 +96,8 @@ struct WeightBlock {
   // decode to read the rows at memory speed. Two blocks span 68 bytes: two prefetches every
   // other block reach every line.
   if (b % 2 == 0) {
-    _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetch, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetch + 64, _MM_HINT_T0);
+    simd::prefetch_stream(reinterpret_cast<const char*>(blk) + kPrefetch);
+    simd::prefetch_stream(reinterpret_cast<const char*>(blk) + kPrefetch + 64);
   }
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   return {_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)), flip),
@@ -218,8 +220,8 @@ struct LaneDot {
       const __m512 d23 = pair_f(x[b + 2].d, x[b + 3].d);
       for (int r = 0; r < NW; ++r) {
         const uint8_t* p = w + r * ldw + static_cast<size_t>(b) * sizeof(BlockQ8_0);
-        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetch, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetch + 64, _MM_HINT_T0);
+        simd::prefetch_stream(reinterpret_cast<const char*>(p) + kPrefetch);
+        simd::prefetch_stream(reinterpret_cast<const char*>(p) + kPrefetch + 64);
         const __m512i lo = _mm512_loadu_si512(p);
         const __m512i mid = _mm512_loadu_si512(p + 64);
         const __m512i hi = _mm512_loadu_si512(p + 72);

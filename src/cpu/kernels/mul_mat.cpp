@@ -20,6 +20,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_transposed.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -165,7 +166,7 @@ constexpr size_t kPrefetchTileMax = 12 * 1024;
 void prefetch_span(const uint8_t* begin, size_t bytes, const uint8_t* end) {
   const uint8_t* stop = std::min(begin + bytes, end);
   for (const uint8_t* q = begin; q < stop; q += 64) {
-    __builtin_prefetch(q, 0, 3);
+    simd::prefetch_stream(q);
   }
 }
 
