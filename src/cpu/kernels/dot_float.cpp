@@ -22,6 +22,7 @@
 
 #include "core/float16.h"
 #include "cpu/kernels/dot.h"
+#include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd.h"
 
@@ -324,53 +325,77 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
 }
 #endif
 
-template <class Elem>
+// Weight rows of Elem against activation rows of AElem. The packed f16 path (below) reads
+// activations that were rounded to f16 but are held as f32: the same exact values, so the same
+// bits, without converting each activation vector again for every weight tile.
+template <class Elem, class AElem = Elem>
 struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
+    if constexpr (std::is_same_v<Elem, AElem>) {
 #if defined(STRATA_CPU_AVX2)
-    if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA <= 2) {
-      if (k < 64 && k % 16 != 0) {
-        short_f16_tile(k, w, ldw, a, lda, NA, out, ldo_w, ldo_a);
-        return;
-      }
-    }
-#endif
-    if (k % 16 != 0) {
-      for (int r = 0; r < NW; ++r) {
-        for (int c = 0; c < NA; ++c) {
-          out[r * ldo_w + c * ldo_a] = dot_vector_order<Elem>(k, w + r * ldw, a + c * lda);
+      if constexpr (std::is_same_v<Elem, F16Elem> && NW == 4 && NA <= 2) {
+        if (k < 64 && k % 16 != 0) {
+          short_f16_tile(k, w, ldw, a, lda, NA, out, ldo_w, ldo_a);
+          return;
         }
       }
-      return;
+#endif
+      if (k % 16 != 0) {
+        for (int r = 0; r < NW; ++r) {
+          for (int c = 0; c < NA; ++c) {
+            out[r * ldo_w + c * ldo_a] = dot_vector_order<Elem>(k, w + r * ldw, a + c * lda);
+          }
+        }
+        return;
+      }
     }
 #if defined(STRATA_CPU_AVX2)
     Lanes16 acc[NW][NA];
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
     }
-    // The next tile's rows (they follow these in memory), asked for in address order at the
-    // pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp).
-    const uint8_t* next = w + NW * ldw;
+    // The rows two tiles on (they follow these in memory), asked for in address order at the
+    // pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp); one tile
+    // ahead was too close for f16 decode to reach memory speed (tinyllama F16 10.5 -> 12-13
+    // t/s on AMD Zen 4, 2 threads).
+    const uint8_t* next = w + 2 * NW * ldw;
     constexpr int64_t kStepBytes = 16 * Elem::kSize * NW;
     for (int64_t i = 0; i < k; i += 16) {
       for (int64_t b = 0; b < kStepBytes; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + i * Elem::kSize * NW + b), _MM_HINT_T0);
+        simd::prefetch_stream(reinterpret_cast<const char*>(next + i * Elem::kSize * NW + b));
       }
-      Lanes16 av[NA];
-      for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<Elem>(a + c * lda, i);
-      for (int r = 0; r < NW; ++r) {
-        const Lanes16 wv = Lanes16::load<Elem>(w + r * ldw, i);
-        for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::fma(wv, av[c], acc[r][c]);
+      if constexpr (std::is_same_v<Elem, AElem>) {
+        Lanes16 av[NA];
+        for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<AElem>(a + c * lda, i);
+        for (int r = 0; r < NW; ++r) {
+          const Lanes16 wv = Lanes16::load<Elem>(w + r * ldw, i);
+          for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::fma(wv, av[c], acc[r][c]);
+        }
+      } else {
+        // Activations cost only a load here: convert the weight vectors, then take the
+        // activation rows one at a time, each feeding every weight row.
+        Lanes16 wv[NW];
+        for (int r = 0; r < NW; ++r) wv[r] = Lanes16::load<Elem>(w + r * ldw, i);
+        for (int c = 0; c < NA; ++c) {
+          const Lanes16 av = Lanes16::load<AElem>(a + c * lda, i);
+          for (int r = 0; r < NW; ++r) acc[r][c] = Lanes16::fma(wv[r], av, acc[r][c]);
+        }
       }
     }
 #if defined(STRATA_DOT_FLOAT_512)
-    if constexpr (NW == 4) {  // short rows (attention scores) are dominated by the lane sums
-      for (int c = 0; c < NA; ++c) {
-        float s[4];
-        simd::hsum16x4(acc[0][c].v, acc[1][c].v, acc[2][c].v, acc[3][c].v, s);
-        for (int r = 0; r < NW; ++r) out[r * ldo_w + c * ldo_a] = s[r];
+    // Short rows (attention scores) are dominated by the lane sums: four at a time.
+    constexpr int kPairs = NW * NA;
+    if constexpr (kPairs >= 4) {
+      float s[4];
+      for (int q = 0; q + 4 <= kPairs; q += 4) {
+        simd::hsum16x4(acc[q / NA][q % NA].v, acc[(q + 1) / NA][(q + 1) % NA].v,
+                       acc[(q + 2) / NA][(q + 2) % NA].v, acc[(q + 3) / NA][(q + 3) % NA].v, s);
+        for (int j = 0; j < 4; ++j) out[(q + j) / NA * ldo_w + (q + j) % NA * ldo_a] = s[j];
+      }
+      for (int q = kPairs / 4 * 4; q < kPairs; ++q) {
+        out[q / NA * ldo_w + q % NA * ldo_a] = acc[q / NA][q % NA].sum();
       }
       return;
     }
@@ -383,7 +408,8 @@ struct FloatDot {
       for (int c = 0; c < NA; ++c) {
         float lane[16] = {};
         for (int64_t j = 0; j < k; ++j) {
-          lane[j % 16] = std::fma(Elem::at(w + r * ldw, j), Elem::at(a + c * lda, j), lane[j % 16]);
+          lane[j % 16] =
+              std::fma(Elem::at(w + r * ldw, j), AElem::at(a + c * lda, j), lane[j % 16]);
         }
         out[r * ldo_w + c * ldo_a] = simd::lane_tree16(lane);
       }
@@ -424,10 +450,10 @@ struct BF16PairDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
     }
-    const uint8_t* next = w + NW * ldw;  // paced like FloatDot's
+    const uint8_t* next = w + 2 * NW * ldw;  // paced like FloatDot's
     for (int64_t i = 0; i < k; i += 32) {
       for (int64_t b = 0; b < 64 * NW; b += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(next + i * 2 * NW + b), _MM_HINT_T0);
+        simd::prefetch_stream(reinterpret_cast<const char*>(next + i * 2 * NW + b));
       }
       __m512bh av[NA];
       for (int c = 0; c < NA; ++c) {
@@ -467,7 +493,50 @@ constexpr int kMaxA = 6;
 constexpr int kMaxA = 2;
 #endif
 
+#if defined(STRATA_DOT_FLOAT_512)
+// The packed f16 path: activations rounded to f16 once and held as f32 (the f16 values
+// exactly), so a tile converts only its weight vectors. With the activations free, a tile
+// of 3 weight rows by 8 activation rows converts 3 vectors per 24 fused multiply-adds
+// instead of 10 (4 x 6 tiles converting both sides); vcvtph2ps takes two cycles of a port
+// of its own on AMD Zen 4, so the conversions had become a second bound beside the FMAs.
+// Under grouped-query attention the 8 activation rows are the 8 query heads of a K head.
+constexpr int kPackedF16MaxW = 3;
+constexpr int kPackedF16MaxA = 8;
+
+size_t packed_f16_row_bytes(int64_t k) {
+  return (static_cast<size_t>(k) * sizeof(float) + 63) / 64 * 64;
+}
+
+void pack_f16_rounded(const float* src, uint8_t* dst, int64_t k) {
+  auto* out = reinterpret_cast<float*>(dst);
+  for (int64_t i = 0; i < k; i += 16) {
+    // Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.
+    const __m256i h =
+        _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm512_store_ps(out + i, _mm512_maskz_cvtph_ps(0xffff, h));
+  }
+}
+
+const PackedDot kPackedF16 = {
+    kPackedF16MaxW,
+    kPackedF16MaxA,
+    16,
+    packed_f16_row_bytes,
+    pack_f16_rounded,
+    tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>};
+#endif
+
 }  // namespace
+
+const PackedDot* packed_dot_f16(core::Type weight_type, int64_t k) {
+#if defined(STRATA_DOT_FLOAT_512)
+  if (weight_type == core::Type::kF16 && k % 16 == 0) return &kPackedF16;
+#else
+  (void)weight_type;
+  (void)k;
+#endif
+  return nullptr;
+}
 
 const DotKernels kDotF32 = {core::Type::kF32, kMaxW, kMaxA,
                             tile_dispatch<FloatDot<F32Elem>, kMaxW, kMaxA>,

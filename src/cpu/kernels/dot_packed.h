@@ -24,5 +24,6 @@ const PackedDot* packed_dot(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_q4_0(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_k(core::Type weight_type, int64_t k);
+const PackedDot* packed_dot_f16(core::Type weight_type, int64_t k);  // in dot_float.cpp
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

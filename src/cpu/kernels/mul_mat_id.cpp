@@ -61,7 +61,9 @@ Plan make_plan(const Tensor& dst) {
   p.n_tokens = ids.ne[1];
   p.n_b1 = x.ne[1];
   p.dk = dot_kernels(w.type);
-  p.packed = packed_dot(w.type, p.k);
+  // Float weights keep llama.cpp's vector-dot order here, which the packed GEMM order is not.
+  p.packed =
+      p.dk != nullptr && p.dk->vector_order_tile == nullptr ? packed_dot(w.type, p.k) : nullptr;
   if (p.packed != nullptr) {
     p.max_w = p.packed->max_w;
     p.max_a = p.packed->max_a;
