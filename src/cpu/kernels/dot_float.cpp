@@ -495,13 +495,13 @@ constexpr int kMaxA = 2;
 
 #if defined(STRATA_DOT_FLOAT_512)
 // The packed f16 path: activations rounded to f16 once and held as f32 (the f16 values
-// exactly), so a tile converts only its weight vectors. With the activations free, a tile
-// of 3 weight rows by 8 activation rows converts 3 vectors per 24 fused multiply-adds
-// instead of 10 (4 x 6 tiles converting both sides); vcvtph2ps takes two cycles of a port
-// of its own on AMD Zen 4, so the conversions had become a second bound beside the FMAs.
-// Under grouped-query attention the 8 activation rows are the 8 query heads of a K head.
-constexpr int kPackedF16MaxW = 3;
-constexpr int kPackedF16MaxA = 8;
+// exactly), so a tile converts only its weight vectors: 4 per 24 fused multiply-adds instead
+// of 10. vcvtph2ps takes two cycles of its port on AMD Zen 4, and the conversions had become
+// a second bound beside the FMAs (MulMatPrefill/f16 98 -> 105 GFLOP/s on one core, about 95%
+// of its FMA peak). Tiles of 3 x 8 convert fewer still but were slower (89): each activation
+// vector, now twice the bytes, is then read by fewer weight rows.
+constexpr int kPackedF16MaxW = 4;
+constexpr int kPackedF16MaxA = 6;
 
 size_t packed_f16_row_bytes(int64_t k) {
   return (static_cast<size_t>(k) * sizeof(float) + 63) / 64 * 64;

@@ -54,9 +54,12 @@ Plan make_plan(const Tensor& dst) {
   const int64_t k = x.ne[0];
   Plan p;
   p.dk = dot_kernels(w.type);
-  p.packed = packed_dot(w.type, k);
-  p.gather_x = x.nb[0] != sizeof(float);
   p.gather_w = w.nb[0] != core::type_size(w.type);
+  // Strided float weights (decode's V, read transposed) keep the plain path, whose walk by
+  // lanes is made for them; the packed float path reads dense rows only.
+  const bool float_weights = p.dk != nullptr && p.dk->vector_order_tile != nullptr;
+  p.packed = p.gather_w && float_weights ? nullptr : packed_dot(w.type, k);
+  p.gather_x = x.nb[0] != sizeof(float);
   if (p.packed != nullptr) {
     p.max_w = p.packed->max_w;
     p.max_a = p.packed->max_a;
