@@ -24,6 +24,7 @@
 #include "cpu/kernels/dot.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_tile.h"
+#include "cpu/kernels/kernel_args.h"
 #include "cpu/kernels/simd.h"
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
@@ -504,7 +505,7 @@ constexpr int kPackedF16MaxW = 4;
 constexpr int kPackedF16MaxA = 6;
 
 size_t packed_f16_row_bytes(int64_t k) {
-  return (static_cast<size_t>(k) * sizeof(float) + 63) / 64 * 64;
+  return align_up(static_cast<size_t>(k) * sizeof(float));
 }
 
 void pack_f16_rounded(const float* src, uint8_t* dst, int64_t k) {
@@ -518,12 +519,13 @@ void pack_f16_rounded(const float* src, uint8_t* dst, int64_t k) {
 }
 
 const PackedDot kPackedF16 = {
-    kPackedF16MaxW,
-    kPackedF16MaxA,
-    16,
-    packed_f16_row_bytes,
-    pack_f16_rounded,
-    tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>};
+    .max_w = kPackedF16MaxW,
+    .max_a = kPackedF16MaxA,
+    .group = 16,  // one 512-bit register of f32
+    .act_row_bytes = packed_f16_row_bytes,
+    .pack = pack_f16_rounded,
+    .tile = tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>,
+};
 #endif
 
 }  // namespace

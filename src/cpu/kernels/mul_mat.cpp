@@ -54,12 +54,13 @@ Plan make_plan(const Tensor& dst) {
   const int64_t k = x.ne[0];
   Plan p;
   p.dk = dot_kernels(w.type);
-  p.gather_w = w.nb[0] != core::type_size(w.type);
-  // Strided float weights (decode's V, read transposed) keep the plain path, whose walk by
-  // lanes is made for them; the packed float path reads dense rows only.
-  const bool float_weights = p.dk != nullptr && p.dk->vector_order_tile != nullptr;
-  p.packed = p.gather_w && float_weights ? nullptr : packed_dot(w.type, k);
   p.gather_x = x.nb[0] != sizeof(float);
+  p.gather_w = w.nb[0] != core::type_size(w.type);
+  // Decode's attention reads V transposed; walking it in address order beats gathering it,
+  // packed or not. The walk reads activation rows of the plain act_type.
+  p.by_lanes = p.gather_w && x.ne[1] <= kStreamMaxActRows && w.nb[1] == core::type_size(w.type) &&
+               dot_transposed_supported(w.type, k);
+  p.packed = p.by_lanes ? nullptr : packed_dot(w.type, k);
   if (p.packed != nullptr) {
     p.max_w = p.packed->max_w;
     p.max_a = p.packed->max_a;
@@ -74,9 +75,6 @@ Plan make_plan(const Tensor& dst) {
     p.act_tiles_outer = p.dk->act_tiles_outer;
     p.act_row = core::row_size(p.dk->act_type, k);
   }
-  // Decode's attention reads V transposed; walking it in address order beats gathering it.
-  p.by_lanes = p.gather_w && p.packed == nullptr && x.ne[1] <= kStreamMaxActRows &&
-               w.nb[1] == core::type_size(w.type) && dot_transposed_supported(w.type, k);
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
   if (p.panel) p.per_thread = std::max(p.per_thread, p.packed->panel_bytes(k));
