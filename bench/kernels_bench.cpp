@@ -135,12 +135,14 @@ void register_all() {
   };
   for (const auto& [name, type] : types) {
     // Decode shapes of a 2048-wide model (attention, FFN, and the output matrix, which is past
-    // the last-level cache), then a prefill micro-batch.
+    // the last-level cache), the output matrix for four sequences decoding together, then a
+    // prefill micro-batch.
     benchmark::RegisterBenchmark((std::string("MulMat/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 2048, 1})
         ->Args({2048, 5632, 1})
         ->Args({2048, 32000, 1})
         ->Args({5632, 32000, 1})
+        ->Args({5632, 32000, 4})
         ->Args({2048, 2048, 64})
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <random>
 #include <vector>
@@ -170,42 +171,35 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
   if (checked == 0) GTEST_SKIP() << "no packed kernels in this build";
 }
 
-// The packed f16 path holds activations as the f32 values of their f16 roundings; every
-// output equals the plain f16 kernel's bit for bit (the golden files depend on it), whatever
-// the tile shape, including values that round up across an f16 binade or halfway ties.
-TEST(PackedDotTile, F16EqualsThePlainKernelBitForBit) {
-  const DotKernels& dk = *kernel_set().dot_kernels(core::Type::kF16);
+// Every output of a packed kernel's tiles (full, partial, one activation row as in decode)
+// equals the plain kernel's for that pair of rows bit for bit, for each row length in ks.
+int expect_packed_equals_plain(core::Type wt, std::initializer_list<int64_t> ks,
+                               const std::function<float(std::mt19937&, int64_t)>& value) {
+  const DotKernels& dk = *kernel_set().dot_kernels(wt);
   int checked = 0;
-  for (int64_t k : {int64_t{16}, int64_t{64}, int64_t{80}, int64_t{512}, int64_t{2064}}) {
-    const PackedDot* pd = kernel_set().packed_dot(core::Type::kF16, k);
+  for (int64_t k : ks) {
+    const PackedDot* pd = kernel_set().packed_dot(wt, k);
     if (pd == nullptr) continue;
     ++checked;
     std::mt19937 rng(static_cast<unsigned>(k) + 3);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::uniform_int_distribution<int> scale(-12, 12);
-    const auto value = [&](int64_t i) {
-      // Every seventh element sits exactly halfway between two f16 values.
-      if (i % 7 == 0) return std::ldexp(1.0f + (2 * (i % 50) + 1) / 2048.0f, scale(rng));
-      return std::ldexp(dist(rng), scale(rng));
-    };
-    const size_t w_row = core::row_size(core::Type::kF16, k);
+    const size_t w_row = core::row_size(wt, k);
     const size_t a_row = pd->act_row_bytes(k);
     const size_t plain_row = core::row_size(dk.act_type, k);
     std::vector<float> tmp(static_cast<size_t>(k));
     std::vector<uint8_t> w(w_row * static_cast<size_t>(pd->max_w));
     for (int r = 0; r < pd->max_w; ++r) {
-      for (int64_t i = 0; i < k; ++i) tmp[static_cast<size_t>(i)] = value(i);
-      core::traits(core::Type::kF16).from_float(tmp.data(), w.data() + r * w_row, k);
+      for (int64_t i = 0; i < k; ++i) tmp[static_cast<size_t>(i)] = value(rng, i);
+      core::traits(wt).from_float(tmp.data(), w.data() + r * w_row, k);
     }
     std::vector<uint8_t> a_buf(a_row * static_cast<size_t>(pd->max_a) + 64);
     uint8_t* a = a_buf.data() + (64 - reinterpret_cast<uintptr_t>(a_buf.data()) % 64) % 64;
     std::vector<uint8_t> plain(plain_row * static_cast<size_t>(pd->max_a));
     for (int c = 0; c < pd->max_a; ++c) {
-      for (int64_t i = 0; i < k; ++i) tmp[static_cast<size_t>(i)] = value(i);
+      for (int64_t i = 0; i < k; ++i) tmp[static_cast<size_t>(i)] = value(rng, i);
       pd->pack(tmp.data(), a + c * a_row, k);
       kernel_set().convert_activations(dk.act_type, tmp.data(), plain.data() + c * plain_row, k);
     }
-    for (int nw : {pd->max_w, 1}) {
+    for (int nw : {pd->max_w, 3, 1}) {
       for (int na : {pd->max_a, 5, 1}) {
         std::vector<float> got(static_cast<size_t>(pd->max_w * pd->max_a), -1.0f);
         pd->tile(k, w.data(), w_row, nw, a, a_row, na, got.data(), 1, pd->max_w);
@@ -215,13 +209,46 @@ TEST(PackedDotTile, F16EqualsThePlainKernelBitForBit) {
             dk.tile(k, w.data() + r * w_row, w_row, 1, plain.data() + c * plain_row, plain_row, 1,
                     &ref, 1, 1);
             EXPECT_EQ(0, std::memcmp(&ref, &got[static_cast<size_t>(r + c * pd->max_w)], 4))
-                << "k " << k << " tile " << nw << "x" << na << " pair " << r << "," << c;
+                << core::type_name(wt) << " k " << k << " tile " << nw << "x" << na << " pair " << r
+                << "," << c;
           }
         }
       }
     }
   }
-  if (checked == 0) GTEST_SKIP() << "no packed f16 kernel in this build";
+  return checked;
+}
+
+// The packed f16 path holds activations as the f32 values of their f16 roundings; every
+// output equals the plain f16 kernel's bit for bit (the golden files depend on it), including
+// values that round up across an f16 binade or halfway ties.
+TEST(PackedDotTile, F16EqualsThePlainKernelBitForBit) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-12, 12);
+  const auto value = [&](std::mt19937& rng, int64_t i) {
+    // Every seventh element sits exactly halfway between two f16 values.
+    if (i % 7 == 0) return std::ldexp(1.0f + (2 * (i % 50) + 1) / 2048.0f, scale(rng));
+    return std::ldexp(dist(rng), scale(rng));
+  };
+  if (expect_packed_equals_plain(core::Type::kF16, {16, 64, 80, 512, 2064}, value) == 0) {
+    GTEST_SKIP() << "no packed f16 kernel in this build";
+  }
+}
+
+// The packed q8_0 kernels keep llama.cpp's order (eight lanes, one fused multiply-add per
+// block) as the plain kernel does: the same bits, for row lengths whose blocks do and do not
+// fill the decode loop's groups of four, and blocks whose scales differ widely.
+TEST(PackedDotTile, Q8_0EqualsThePlainKernelBitForBit) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-8, 8);
+  float block_scale = 1.0f;
+  const auto value = [&](std::mt19937& rng, int64_t i) {
+    if (i % 32 == 0) block_scale = std::ldexp(1.0f, scale(rng));
+    return block_scale * dist(rng);
+  };
+  if (expect_packed_equals_plain(core::Type::kQ8_0, {64, 192, 512, 2048, 2112}, value) == 0) {
+    GTEST_SKIP() << "no packed q8_0 kernel in this build";
+  }
 }
 
 // A packed kernel's panel path (prefill: weight rows rearranged once per chunk) gives exactly
