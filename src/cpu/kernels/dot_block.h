@@ -24,9 +24,6 @@
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 
-/// How far ahead of the block being read each weight row is prefetched.
-inline constexpr int64_t kPrefetchBytes = 1536;
-
 template <class W>
 struct BlockDot {
   template <int NW, int NA>
@@ -38,9 +35,7 @@ struct BlockDot {
     const auto wrow = [&](int r) { return reinterpret_cast<const WBlock*>(w + r * ldw); };
     const auto arow = [&](int c) { return reinterpret_cast<const ABlock*>(a + c * lda); };
 #if defined(STRATA_CPU_AVX2)
-    // One prefetch per block suffices up to about three lines (measured: q4_k, q5_k slow
-    // down with more); q6_k's 210-byte blocks need one per line.
-    constexpr size_t kPrefetchSpan = sizeof(WBlock) > 192 ? sizeof(WBlock) / 64 * 64 : 64;
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     __m256 acc[NW][NA];
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -48,14 +43,9 @@ struct BlockDot {
     for (int64_t b = 0; b < nblocks; ++b) {
       typename W::Act act[NA];
       for (int c = 0; c < NA; ++c) act[c] = W::load(arow(c)[b]);
-      for (int r = 0; r < NW; ++r) {
-        // Each weight row is its own stream: prefetching ahead keeps enough lines in flight
-        // (and crosses 4 KiB pages) for decode to read the rows at memory speed.
-        for (size_t off = 0; off < kPrefetchSpan; off += 64) {
-          simd::prefetch_stream(reinterpret_cast<const char*>(wrow(r) + b) + kPrefetchBytes + off);
-        }
-        W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
-      }
+      simd::prefetch_tile_ahead<NW * sizeof(WBlock)>(next,
+                                                     static_cast<size_t>(NW * b) * sizeof(WBlock));
+      for (int r = 0; r < NW; ++r) W::template accumulate<NA>(wrow(r)[b], act, acc[r]);
     }
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) out[r * ldo_w + c * ldo_a] = simd::hsum(acc[r][c]);

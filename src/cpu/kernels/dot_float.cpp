@@ -357,11 +357,9 @@ struct FloatDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
     }
-    // The rows two tiles on (they follow these in memory), asked for in address order at the
-    // pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp); one tile
-    // ahead was too close for f16 decode to reach memory speed (tinyllama F16 10.5 -> 12-13
-    // t/s on AMD Zen 4, 2 threads).
-    const uint8_t* next = w + 2 * NW * ldw;
+    // A later tile's rows, asked for at the pace this tile reads (simd::prefetch_tile_ahead);
+    // the next tile alone was too close for f16 decode to reach memory speed.
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     constexpr int64_t kStepBytes = 16 * Elem::kSize * NW;
     for (int64_t i = 0; i < k; i += 16) {
       for (int64_t b = 0; b < kStepBytes; b += 64) {
@@ -451,7 +449,7 @@ struct BF16PairDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
     }
-    const uint8_t* next = w + 2 * NW * ldw;  // paced like FloatDot's
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);  // paced like FloatDot's
     for (int64_t i = 0; i < k; i += 32) {
       for (int64_t b = 0; b < 64 * NW; b += 64) {
         simd::prefetch_stream(reinterpret_cast<const char*>(next + i * 2 * NW + b));

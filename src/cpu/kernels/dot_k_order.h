@@ -18,7 +18,6 @@
 #include <cstdint>
 
 #include "core/blocks.h"
-#include "cpu/kernels/dot_block.h"
 #include "cpu/kernels/dot_k.h"
 #include "cpu/kernels/simd.h"
 
@@ -51,14 +50,16 @@ struct PairwiseDot {
                   int64_t ldo_w, int64_t ldo_a) {
     using Block = typename W::Block;
     typename W::State st[NW][NA] = {};
+    [[maybe_unused]] const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t b = 0; b < k / kQK_K; ++b) {
+#if defined(STRATA_CPU_AVX2)
+      simd::prefetch_tile_ahead<NW * sizeof(Block)>(next,
+                                                    static_cast<size_t>(NW * b) * sizeof(Block));
+#endif
       const BlockQ8_K* y[NA];
       for (int c = 0; c < NA; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(a + c * lda) + b;
       for (int r = 0; r < NW; ++r) {
         const Block* x = reinterpret_cast<const Block*>(w + r * ldw) + b;
-#if defined(STRATA_CPU_AVX2)
-        simd::prefetch_stream(reinterpret_cast<const char*>(x) + kPrefetchBytes);
-#endif
         W::template step<NA>(*x, y, st[r]);
       }
     }

@@ -80,7 +80,7 @@ void pack(const float* src, uint8_t* dst, int64_t k) {
 class Q4Rows {
  public:
   Q4Rows(int64_t k, const uint8_t* w, size_t ldw, int nw) : w_(w), blocks_(k / kQK8_0) {
-    next_ = w + kRows * ldw;
+    next_ = simd::prefetch_origin(w, kRows * ldw);
     lanes::row_offsets(ldw, nw, offset_);
   }
 
@@ -88,8 +88,8 @@ class Q4Rows {
     const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ4_0);
     if (b % kScalesPerLoad == 0) {
       Scales::load(base, offset_, blocks_ - b, scales_);
-      // The next tile's rows (they follow these in memory), asked for in address order at
-      // the pace this tile reads, so memory sees one sequential stream (see mul_mat.cpp).
+      // A later tile's rows, asked for in address order at
+      // the pace this tile reads (simd::prefetch_tile_ahead).
       const uint8_t* next = next_ + static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0);
       for (size_t i = 0; i < kScalesPerLoad * kRows * sizeof(BlockQ4_0); i += 64) {
         simd::prefetch_stream(next + i);

@@ -82,7 +82,10 @@ struct PackedScaleMin {
       for (int c = 0; c < NA; ++c) acc[p][c] = _mm512_setzero_ps();
     }
     for (int r = 0; r < NW; ++r) accm[r] = _mm512_setzero_ps();
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t b = 0; b < k / kQK_K; ++b) {
+      simd::prefetch_tile_ahead<NW * sizeof(Block)>(next,
+                                                    static_cast<size_t>(NW * b) * sizeof(Block));
       // The activations' side of the mins: S (int16 pairs) and -y.d in their four lanes.
       const PackedQ8K* y[NA];
       __m512i s16 = _mm512_setzero_si512();
@@ -103,10 +106,6 @@ struct PackedScaleMin {
         constexpr int kP = decltype(p_c)::value;
         x0[kP] = row(2 * kP) + b;
         x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
-        simd::prefetch_stream(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes);
-        if constexpr (2 * kP + 1 < NW) {
-          simd::prefetch_stream(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes);
-        }
         sm[kP] = scale_min_pair(x0[kP]->scales, x1[kP]->scales);
         scales[kP] = _mm512_maskz_shuffle_i64x2(0xff, sm[kP], sm[kP], _MM_SHUFFLE(2, 2, 0, 0));
         high[kP] = _mm512_setzero_si512();

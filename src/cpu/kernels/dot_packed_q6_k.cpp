@@ -57,7 +57,10 @@ struct PackedQ6K {
     for (int p = 0; p < kPairs; ++p) {
       for (int c = 0; c < NA; ++c) acc[p][c] = _mm512_setzero_ps();
     }
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t b = 0; b < k / kQK_K; ++b) {
+      simd::prefetch_tile_ahead<NW * sizeof(BlockQ6_K)>(
+          next, static_cast<size_t>(NW * b) * sizeof(BlockQ6_K));
       const PackedQ8K* y[NA];
       for (int c = 0; c < NA; ++c) y[c] = reinterpret_cast<const PackedQ8K*>(a + c * lda) + b;
       const BlockQ6_K* x0[kPairs];
@@ -68,13 +71,6 @@ struct PackedQ6K {
         constexpr int kP = decltype(p_c)::value;
         x0[kP] = row(2 * kP) + b;
         x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
-        // 210-byte blocks: one prefetch per line.
-        for (int off = 0; off < 192; off += 64) {
-          simd::prefetch_stream(reinterpret_cast<const char*>(x0[kP]) + kPrefetchBytes + off);
-          if constexpr (2 * kP + 1 < NW) {
-            simd::prefetch_stream(reinterpret_cast<const char*>(x1[kP]) + kPrefetchBytes + off);
-          }
-        }
         scales[kP] = _mm512_cvtepi8_epi16(
             _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[kP]->scales)),
                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[kP]->scales))));

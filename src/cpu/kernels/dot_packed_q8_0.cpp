@@ -79,10 +79,12 @@ inline __m512 pair_f(const float* lo, const float* hi) {
   return _mm512_castsi512_ps(pair_i(lo, hi));
 }
 
-// Bytes ahead of the block being read, per weight row: with four rows read side by side, 24
-// KiB of the matrix in flight to L2 (1536 bytes kept decode at 14.9 t/s on tinyllama, 6144 at
-// 19.0, on AMD Zen 4 with 2 threads).
-constexpr size_t kPrefetch = 6144;
+// Blocks b .. b + N - 1 of the next NW rows (simd::prefetch_tile_ahead).
+template <int NW, int N>
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* next, int64_t b) {
+  simd::prefetch_tile_ahead<NW * N * sizeof(BlockQ8_0)>(
+      next, static_cast<size_t>(NW * b) * sizeof(BlockQ8_0));
+}
 
 // The weight block's levels as unsigned bytes (q + 128) and its scale's bits.
 struct WeightBlock {
@@ -92,13 +94,6 @@ struct WeightBlock {
 
 [[gnu::always_inline]] inline WeightBlock load_weight(const uint8_t* row, int64_t b) {
   const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-  // Each weight row is its own stream; prefetching ahead keeps enough lines in flight for
-  // decode to read the rows at memory speed. Two blocks span 68 bytes: two prefetches every
-  // other block reach every line.
-  if (b % 2 == 0) {
-    simd::prefetch_stream(reinterpret_cast<const char*>(blk) + kPrefetch);
-    simd::prefetch_stream(reinterpret_cast<const char*>(blk) + kPrefetch + 64);
-  }
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   return {_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)), flip),
           _mm_set1_epi16(static_cast<int16_t>(blk->d.bits))};
@@ -144,6 +139,15 @@ constexpr Index64 scale_index() {
 }
 constexpr Index64 kScales = scale_index();
 
+// The same four scales once each, in words 0..3 (from two loads at p and p + 64).
+constexpr Index64 scale_words_index() {
+  Index64 x{};
+  const int words[4] = {0, 17, 32 + 2, 32 + 19};
+  for (int i = 0; i < 4; ++i) x.v[2 * i] = static_cast<uint8_t>(words[i]);
+  return x;
+}
+constexpr Index64 kScaleWords = scale_words_index();
+
 inline __m256 low8(__m512 v) {
   return _mm512_maskz_extractf32x8_ps(0xff, v, 0);
 }
@@ -171,7 +175,9 @@ struct LaneDot {
     for (int r = 0; r < NW; ++r) {
       for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
     }
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t b = 0; b < blocks; ++b) {
+      if (b % 2 == 0) prefetch_ahead<NW, 2>(next, b);
       __m512i aq[kPairs], ac[kPairs];
       __m512 ad[kPairs];
       for (int p = 0; p < kPairs; ++p) {
@@ -200,8 +206,12 @@ struct LaneDot {
     }
   }
 
-  // One activation row (decode): each weight row is read four blocks (136 bytes) at a time
-  // with 64-byte loads, as a stream; the four blocks' lanes are added in order.
+  // One activation row (decode). Each block's 32 weights are read with one 256-bit load (at
+  // the block's offset 2) and summed in eight lanes by one vpdpbusd; the product of the two
+  // scales is one fused multiply-add operand broadcast from memory. Four blocks' weight scales
+  // are gathered from two 64-byte loads by one permute, converted and multiplied by the
+  // activation scales at once. 512-bit shuffles and lane extracts, which cost twice on cores
+  // that split 512-bit work into halves, stay out of the loop.
   template <int NW>
   static void lone_act_row(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, float* out,
                            int64_t ldo_w) {
@@ -210,36 +220,31 @@ struct LaneDot {
     __m256 acc[NW];
     for (int r = 0; r < NW; ++r) acc[r] = _mm256_setzero_ps();
     const auto* x = reinterpret_cast<const LaneBlock*>(a);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    const __m512i scale_words = load_index(kScaleWords);
+    alignas(16) float scale[NW][4];
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t b = 0; b < grouped; b += 4) {
-      const __m512i q01 = pair_i(x[b].qs, x[b + 1].qs);
-      const __m512i q23 = pair_i(x[b + 2].qs, x[b + 3].qs);
-      const __m512i c01 = pair_i(x[b].corr, x[b + 1].corr);
-      const __m512i c23 = pair_i(x[b + 2].corr, x[b + 3].corr);
-      const __m512 d01 = pair_f(x[b].d, x[b + 1].d);
-      const __m512 d23 = pair_f(x[b + 2].d, x[b + 3].d);
+      const __m128 da = _mm_setr_ps(x[b].d[0], x[b + 1].d[0], x[b + 2].d[0], x[b + 3].d[0]);
+      prefetch_ahead<NW, 4>(next, b);
       for (int r = 0; r < NW; ++r) {
         const uint8_t* p = w + r * ldw + static_cast<size_t>(b) * sizeof(BlockQ8_0);
-        simd::prefetch_stream(reinterpret_cast<const char*>(p) + kPrefetch);
-        simd::prefetch_stream(reinterpret_cast<const char*>(p) + kPrefetch + 64);
-        const __m512i lo = _mm512_loadu_si512(p);
-        const __m512i mid = _mm512_loadu_si512(p + 64);
-        const __m512i hi = _mm512_loadu_si512(p + 72);
-        const __m512i u01 =
-            _mm512_xor_si512(_mm512_permutex2var_epi8(lo, load_index(kQs01), mid), flip);
-        const __m512i u23 =
-            _mm512_xor_si512(_mm512_permutex2var_epi8(mid, load_index(kQs23), hi), flip);
-        const __m512i dw = _mm512_permutex2var_epi16(lo, load_index(kScales), mid);
-        const __m512 s01 = _mm512_mul_ps(
-            _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, dw, 0)), d01);
-        const __m512 s23 = _mm512_mul_ps(
-            _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_extracti64x4_epi64(0xff, dw, 1)), d23);
-        const __m512 f01 = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_dpbusd_epi32(c01, u01, q01));
-        const __m512 f23 = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_dpbusd_epi32(c23, u23, q23));
-        acc[r] = _mm256_fmadd_ps(low8(s01), low8(f01), acc[r]);
-        acc[r] = _mm256_fmadd_ps(high8(s01), high8(f01), acc[r]);
-        acc[r] = _mm256_fmadd_ps(low8(s23), low8(f23), acc[r]);
-        acc[r] = _mm256_fmadd_ps(high8(s23), high8(f23), acc[r]);
+        const __m512i dw = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), scale_words,
+                                                     _mm512_loadu_si512(p + 64));
+        _mm_store_ps(scale[r],
+                     _mm_mul_ps(_mm_cvtph_ps(_mm512_maskz_extracti32x4_epi32(0xf, dw, 0)), da));
+      }
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].qs));
+        for (int r = 0; r < NW; ++r) {
+          const uint8_t* p = w + r * ldw + static_cast<size_t>(b + j) * sizeof(BlockQ8_0);
+          const __m256i u = _mm256_xor_si256(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockQ8_0, qs))),
+              flip);
+          const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].corr));
+          const __m256 f = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, u, q));
+          acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[r][j]), f, acc[r]);
+        }
       }
     }
     for (int64_t b = grouped; b < blocks; ++b) {

@@ -28,7 +28,9 @@ namespace {
 using core::Tensor;
 using core::Type;
 
-// At most this many activation rows count as decode: each weight row is used once per chunk.
+// At most this many activation rows count as decode: each weight row is used once per chunk,
+// and the walk is bound by memory (the tile kernels prefetch the weights ahead of themselves:
+// simd::prefetch_tile_ahead).
 constexpr int64_t kStreamMaxActRows = 4;
 
 struct Plan {
@@ -154,23 +156,6 @@ void gather_weights(const Tensor& w, const uint8_t* first, int nw, uint8_t* out)
   }
 }
 
-// Few activation rows (decode): each weight row is used once per chunk and the walk is bound by
-// memory. A tile reads its rows side by side, several streams a page apart, which hardware
-// prefetchers follow poorly; asking for the next tile's bytes in address order before this one
-// computes lets memory see one sequential stream (decode 1.05-1.4x faster, by weight type, on
-// this AMD Zen host).
-// Larger tiles (float rows of a wide model) would make that one long burst, so their kernel
-// paces the same requests itself (dot_float.cpp). Prefetches never fault; `end` only keeps
-// them inside the matrix.
-constexpr size_t kPrefetchTileMax = 12 * 1024;
-
-void prefetch_span(const uint8_t* begin, size_t bytes, const uint8_t* end) {
-  const uint8_t* stop = std::min(begin + bytes, end);
-  for (const uint8_t* q = begin; q < stop; q += 64) {
-    simd::prefetch_stream(q);
-  }
-}
-
 struct Chunking {
   int64_t size_m, size_n, count_m, count_n, batches;
 };
@@ -291,7 +276,6 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     const int64_t m1 = std::min(dst.ne[0], m0 + ch.size_m);
     const int64_t n1 = std::min(rows, n0 + ch.size_n);
     const uint8_t* w_batch = w.row_ptr(0, i2 / r2, i3 / r3);
-    const uint8_t* w_end = w_batch + static_cast<size_t>(w.ne[1]) * w.nb[1];
     const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
     const bool stream_w = !p.gather_w && n1 - n0 <= kStreamMaxActRows;
 
@@ -316,9 +300,6 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
       const uint8_t* wp = w_batch + iw * w.nb[1];
       size_t ldw = w.nb[1];
       DotTileFn tile = p.tile;
-      const size_t tile_bytes = static_cast<size_t>(nw) * ldw;
-      if (stream_w && tile_bytes <= kPrefetchTileMax)
-        prefetch_span(wp + tile_bytes, tile_bytes, w_end);
       if (p.gather_w) {
         gather_weights(w, wp, nw, local);
         wp = local;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/float16.h"
@@ -34,6 +35,31 @@ inline float lane_tree16(const float* lane) {
 /// effects and deletes it.
 [[gnu::always_inline]] inline void prefetch_stream(const void* p) {
   __builtin_prefetch(p, 0, 1);
+}
+
+// Decode's weight streams. A tile kernel reads its NW weight rows side by side: NW streams a row
+// apart, which hardware prefetchers follow poorly. While it reads a step of its rows, it asks
+// for the same share of a later tile's rows (tiles follow each other in memory) in address
+// order, so memory sees one sequential stream ahead of the reads. On AMD Zen 4, one core read
+// a q8_0 matrix from memory at 25.7 GB/s this way and at 13.8 GB/s with each row prefetched
+// 6 KiB ahead of itself (q6_k 9.5 -> 20 GB/s, q5_k 13.5 -> 18). Prefetches never fault: past
+// the matrix's end they only cost a little bandwidth.
+
+/// How far ahead the stream runs at least: a tile of few short rows (q2_k, k = 2048: 2.7 KiB)
+/// ends too soon to hide memory's latency. 32 KiB read best of 4, 16, 32 and 64 KiB (Zen 4).
+inline constexpr size_t kPrefetchAhead = 32 * 1024;
+
+/// The start of the first tile at least kPrefetchAhead bytes after the tile at w.
+inline const uint8_t* prefetch_origin(const uint8_t* w, size_t tile_bytes) {
+  return w + (kPrefetchAhead + tile_bytes - 1) / tile_bytes * tile_bytes;
+}
+
+/// The step of the tile at `origin` that matches the step being read: kBytes from `offset`,
+/// where offset is NW times the step's offset within a row.
+template <size_t kBytes>
+[[gnu::always_inline]] inline void prefetch_tile_ahead(const void* origin, size_t offset) {
+  const char* from = static_cast<const char*>(origin) + offset;
+  for (size_t i = 0; i < kBytes; i += 64) prefetch_stream(from + i);
 }
 
 #if defined(STRATA_CPU_AVX2)
