@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -126,7 +127,8 @@ std::string run_reference(const std::string& jobs_path) {
 // jinja2's renders of every template and conversation, keyed "file/conversation"; nullopt
 // when python3 or jinja2 is missing. ctest runs each template in a process of its own, so the
 // renders are kept in a file named by a hash of everything they depend on (jobs, templates,
-// script) and computed once.
+// script, and today's local date, which templates print through strftime_now) and computed
+// once.
 using References = std::map<std::string, nlohmann::ordered_json>;
 const std::optional<References>& references() {
   static const std::optional<References> refs = []() -> std::optional<References> {
@@ -141,6 +143,11 @@ const std::optional<References>& references() {
       }
     }
     inputs += jobs.dump();
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char today[16];
+    inputs += std::string(today, std::strftime(today, sizeof today, "%Y-%m-%d", &local));
     const std::string dir = std::string(STRATA_TEST_TMPDIR);
     const std::string cache =
         dir + "/chat_template_refs_" + std::to_string(std::hash<std::string>{}(inputs)) + ".json";
