@@ -357,14 +357,10 @@ struct FloatDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
     }
-    // A later tile's rows, asked for at the pace this tile reads (simd::prefetch_tile_ahead);
-    // the next tile alone was too close for f16 decode to reach memory speed.
     const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
-    constexpr int64_t kStepBytes = 16 * Elem::kSize * NW;
     for (int64_t i = 0; i < k; i += 16) {
-      for (int64_t b = 0; b < kStepBytes; b += 64) {
-        simd::prefetch_stream(reinterpret_cast<const char*>(next + i * Elem::kSize * NW + b));
-      }
+      simd::prefetch_tile_ahead<16 * Elem::kSize * NW>(next,
+                                                       static_cast<size_t>(i * Elem::kSize * NW));
       if constexpr (std::is_same_v<Elem, AElem>) {
         Lanes16 av[NA];
         for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<AElem>(a + c * lda, i);
@@ -449,11 +445,9 @@ struct BF16PairDot {
     for (int r = 0; r < NW; ++r) {
       for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
     }
-    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);  // paced like FloatDot's
+    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t i = 0; i < k; i += 32) {
-      for (int64_t b = 0; b < 64 * NW; b += 64) {
-        simd::prefetch_stream(reinterpret_cast<const char*>(next + i * 2 * NW + b));
-      }
+      simd::prefetch_tile_ahead<64 * NW>(next, static_cast<size_t>(i * 2 * NW));
       __m512bh av[NA];
       for (int c = 0; c < NA; ++c) {
         av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));

@@ -88,12 +88,8 @@ class Q4Rows {
     const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ4_0);
     if (b % kScalesPerLoad == 0) {
       Scales::load(base, offset_, blocks_ - b, scales_);
-      // A later tile's rows, asked for in address order at
-      // the pace this tile reads (simd::prefetch_tile_ahead).
-      const uint8_t* next = next_ + static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0);
-      for (size_t i = 0; i < kScalesPerLoad * kRows * sizeof(BlockQ4_0); i += 64) {
-        simd::prefetch_stream(next + i);
-      }
+      simd::prefetch_tile_ahead<kScalesPerLoad * kRows * sizeof(BlockQ4_0)>(
+          next_, static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0));
     }
     __m512i t[4];
     lanes::transpose16x4(base + offsetof(BlockQ4_0, qs), offset_, t);

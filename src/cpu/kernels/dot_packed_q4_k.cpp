@@ -197,8 +197,7 @@ struct Plain {
                   float* out, int64_t ldo_w, int64_t ldo_a) {
     size_t offset[H][kRows];
     for (int h = 0; h < H; ++h) lanes::row_offsets(ldw, std::min(nw - kRows * h, kRows), offset[h]);
-    // A later tile's rows, asked for in address order at the pace this tile reads
-    // (simd::prefetch_tile_ahead).
+    // A later tile's rows, spread over transpose_half's work (simd::prefetch_tile_ahead).
     const uint8_t* next = simd::prefetch_origin(w, kHalves * kRows * ldw);
     constexpr size_t kStep = kHalves * kRows * sizeof(BlockQ4_K);
     alignas(64) PanelSuper local;

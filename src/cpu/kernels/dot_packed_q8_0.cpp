@@ -5,11 +5,12 @@
 // blocks in order; the eight lanes are summed at the end (simd::hsum). Matching that order is
 // what keeps our logits equal to its own (a last-bit difference flips later int8 roundings).
 //
-// Two activation rows share a 512-bit register: the weight block's 32 bytes are broadcast to
-// both halves and the two rows' blocks sit in the low and high halves, so one vpdpbusd yields
-// both rows' eight lanes for that block, and one multiply-add updates both rows' accumulators.
 // vpdpbusd wants unsigned weights: u = q ^ 0x80 = q + 128, and each packed activation block
-// carries -128 * (sum of each lane's four activations) as the lanes' initial value.
+// carries -128 * (sum of each lane's four activations) as the lanes' initial value. Decode (one
+// activation row) takes a block per 256-bit load. With two to six activation rows, two rows
+// share a 512-bit register: the weight block's 32 bytes are broadcast to both halves and the
+// two rows' blocks sit in the low and high halves, so one vpdpbusd yields both rows' eight
+// lanes for that block, and one multiply-add updates both rows' accumulators.
 //
 // Prefill keeps that order with one weight row per int32 lane instead (dot_lanes_q0.h): a
 // chunk's tile of 32 rows is transposed once into a panel, where step s of a block (elements
@@ -18,7 +19,7 @@
 // simd::hsum adds the eight lanes. The float work per vpdpbusd drops from a multiply, a convert
 // and a fused multiply-add on a weight block broadcast for two activation rows to a convert
 // and a fused multiply-add on sixteen rows, the weights are unpacked once per chunk, and the
-// bits stay those of the row-pair kernel (decode), which serves tiles of up to four rows.
+// bits stay those of the row kernels, which serve tiles of up to four weight rows.
 #include <algorithm>
 #include <cstring>
 
@@ -107,39 +108,8 @@ inline __m512i load_index(const Index64& x) {
   return _mm512_load_si512(x.v);
 }
 
-// Four consecutive weight blocks (136 bytes at p) are read as three 64-byte loads: lo = p,
-// mid = p + 64, hi = p + 72 (ending exactly at the group's end). Blocks 0 and 1 sit in lo and
-// mid, blocks 2 and 3 in mid and hi; vpermt2b gathers each pair's quants into one register,
-// block after block. Byte indices 64.. select from the second source.
-constexpr Index64 pair_qs_index(int first_block, int base, int second_base) {
-  Index64 x{};
-  for (int j = 0; j < 2; ++j) {
-    for (int e = 0; e < 32; ++e) {
-      const int byte = 34 * (first_block + j) + 2 + e;  // offset from p
-      const int in_first = byte - base;
-      x.v[32 * j + e] = static_cast<uint8_t>(
-          in_first < 64 && in_first >= 0 ? in_first : 64 + (byte - second_base));
-    }
-  }
-  return x;
-}
-constexpr Index64 kQs01 = pair_qs_index(0, 0, 64);
-constexpr Index64 kQs23 = pair_qs_index(2, 64, 72);
-
-// The four f16 scales (bytes 0, 34, 68, 102 from p: words 0 and 17 of lo, 2 and 19 of mid),
-// each repeated eight times.
-constexpr Index64 scale_index() {
-  Index64 x{};
-  const int words[4] = {0, 17, 32 + 2, 32 + 19};
-  for (int i = 0; i < 32; ++i) {
-    x.v[2 * i] = static_cast<uint8_t>(words[i / 8]);
-    x.v[2 * i + 1] = 0;
-  }
-  return x;
-}
-constexpr Index64 kScales = scale_index();
-
-// The same four scales once each, in words 0..3 (from two loads at p and p + 64).
+// The f16 scales of four consecutive weight blocks (bytes 0, 34, 68, 102 from p: words 0 and
+// 17 of a 64-byte load at p, 2 and 19 of one at p + 64), in words 0..3.
 constexpr Index64 scale_words_index() {
   Index64 x{};
   const int words[4] = {0, 17, 32 + 2, 32 + 19};
@@ -236,12 +206,12 @@ struct LaneDot {
       }
       for (int j = 0; j < 4; ++j) {
         const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].qs));
+        const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].corr));
         for (int r = 0; r < NW; ++r) {
           const uint8_t* p = w + r * ldw + static_cast<size_t>(b + j) * sizeof(BlockQ8_0);
           const __m256i u = _mm256_xor_si256(
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockQ8_0, qs))),
               flip);
-          const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].corr));
           const __m256 f = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, u, q));
           acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[r][j]), f, acc[r]);
         }

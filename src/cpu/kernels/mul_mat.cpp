@@ -20,7 +20,6 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_transposed.h"
 #include "cpu/kernels/kernels.h"
-#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
