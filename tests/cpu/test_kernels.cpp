@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "core/blocks.h"
 #include "core/float16.h"
 #include "cpu/kernel_sets.h"
 
@@ -171,11 +172,15 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
   if (checked == 0) GTEST_SKIP() << "no packed kernels in this build";
 }
 
+// The reference for one output: weight row w (k elements, in the weight type's blocks) against
+// the activation row x (floats).
+using RowReference = std::function<float(const uint8_t* w, const float* x, int64_t k)>;
+
 // Every output of a packed kernel's tiles (full, partial, one activation row as in decode)
-// equals the plain kernel's for that pair of rows bit for bit, for each row length in ks.
-int expect_packed_equals_plain(core::Type wt, std::initializer_list<int64_t> ks,
-                               const std::function<float(std::mt19937&, int64_t)>& value) {
-  const DotKernels& dk = *kernel_set().dot_kernels(wt);
+// equals the reference's for that pair of rows bit for bit, for each row length in ks.
+int expect_packed_equals(core::Type wt, std::initializer_list<int64_t> ks,
+                         const std::function<float(std::mt19937&, int64_t)>& value,
+                         const RowReference& reference) {
   int checked = 0;
   for (int64_t k : ks) {
     const PackedDot* pd = kernel_set().packed_dot(wt, k);
@@ -184,7 +189,6 @@ int expect_packed_equals_plain(core::Type wt, std::initializer_list<int64_t> ks,
     std::mt19937 rng(static_cast<unsigned>(k) + 3);
     const size_t w_row = core::row_size(wt, k);
     const size_t a_row = pd->act_row_bytes(k);
-    const size_t plain_row = core::row_size(dk.act_type, k);
     std::vector<float> tmp(static_cast<size_t>(k));
     std::vector<uint8_t> w(w_row * static_cast<size_t>(pd->max_w));
     for (int r = 0; r < pd->max_w; ++r) {
@@ -193,11 +197,11 @@ int expect_packed_equals_plain(core::Type wt, std::initializer_list<int64_t> ks,
     }
     std::vector<uint8_t> a_buf(a_row * static_cast<size_t>(pd->max_a) + 64);
     uint8_t* a = a_buf.data() + (64 - reinterpret_cast<uintptr_t>(a_buf.data()) % 64) % 64;
-    std::vector<uint8_t> plain(plain_row * static_cast<size_t>(pd->max_a));
+    std::vector<float> x(static_cast<size_t>(k * pd->max_a));
     for (int c = 0; c < pd->max_a; ++c) {
-      for (int64_t i = 0; i < k; ++i) tmp[static_cast<size_t>(i)] = value(rng, i);
-      pd->pack(tmp.data(), a + c * a_row, k);
-      kernel_set().convert_activations(dk.act_type, tmp.data(), plain.data() + c * plain_row, k);
+      float* row = x.data() + c * k;
+      for (int64_t i = 0; i < k; ++i) row[i] = value(rng, i);
+      pd->pack(row, a + c * a_row, k);
     }
     for (int nw : {pd->max_w, 3, 1}) {
       for (int na : {pd->max_a, 5, 1}) {
@@ -205,18 +209,29 @@ int expect_packed_equals_plain(core::Type wt, std::initializer_list<int64_t> ks,
         pd->tile(k, w.data(), w_row, nw, a, a_row, na, got.data(), 1, pd->max_w);
         for (int r = 0; r < nw; ++r) {
           for (int c = 0; c < na; ++c) {
-            float ref = 0.0f;
-            dk.tile(k, w.data() + r * w_row, w_row, 1, plain.data() + c * plain_row, plain_row, 1,
-                    &ref, 1, 1);
+            const float ref = reference(w.data() + r * w_row, x.data() + c * k, k);
             EXPECT_EQ(0, std::memcmp(&ref, &got[static_cast<size_t>(r + c * pd->max_w)], 4))
                 << core::type_name(wt) << " k " << k << " tile " << nw << "x" << na << " pair " << r
-                << "," << c;
+                << "," << c << ": " << got[static_cast<size_t>(r + c * pd->max_w)] << " against "
+                << ref;
           }
         }
       }
     }
   }
   return checked;
+}
+
+// The plain kernel of the weight type, on activations converted as it reads them.
+RowReference plain_kernel(core::Type wt) {
+  return [wt](const uint8_t* w, const float* x, int64_t k) {
+    const DotKernels& dk = *kernel_set().dot_kernels(wt);
+    std::vector<uint8_t> plain(core::row_size(dk.act_type, k));
+    kernel_set().convert_activations(dk.act_type, x, plain.data(), k);
+    float out = 0.0f;
+    dk.tile(k, w, core::row_size(wt, k), 1, plain.data(), plain.size(), 1, &out, 1, 1);
+    return out;
+  };
 }
 
 // The packed f16 path holds activations as the f32 values of their f16 roundings; every
@@ -230,15 +245,31 @@ TEST(PackedDotTile, F16EqualsThePlainKernelBitForBit) {
     if (i % 7 == 0) return std::ldexp(1.0f + (2 * (i % 50) + 1) / 2048.0f, scale(rng));
     return std::ldexp(dist(rng), scale(rng));
   };
-  if (expect_packed_equals_plain(core::Type::kF16, {16, 64, 80, 512, 2064}, value) == 0) {
+  const core::Type f16 = core::Type::kF16;
+  if (expect_packed_equals(f16, {16, 64, 80, 512, 2064}, value, plain_kernel(f16)) == 0) {
     GTEST_SKIP() << "no packed f16 kernel in this build";
   }
 }
 
-// The packed q8_0 kernels keep llama.cpp's order (eight lanes, one fused multiply-add per
-// block) as the plain kernel does: the same bits, for row lengths whose blocks do and do not
-// fill the decode loop's groups of four, and blocks whose scales differ widely.
-TEST(PackedDotTile, Q8_0EqualsThePlainKernelBitForBit) {
+// Weight levels of q8_0 or q4_0 block i of a row (q4_0: low nibbles are elements 0..15).
+int weight_level(core::Type wt, const uint8_t* w, int64_t i, int j) {
+  if (wt == core::Type::kQ8_0) return reinterpret_cast<const core::BlockQ8_0*>(w)[i].qs[j];
+  const core::BlockQ4_0& b = reinterpret_cast<const core::BlockQ4_0*>(w)[i];
+  const int byte = b.qs[j % 16];
+  return (j < 16 ? byte & 0xf : byte >> 4) - 8;
+}
+
+float weight_scale(core::Type wt, const uint8_t* w, int64_t i) {
+  const core::Half d = wt == core::Type::kQ8_0 ? reinterpret_cast<const core::BlockQ8_0*>(w)[i].d
+                                               : reinterpret_cast<const core::BlockQ4_0*>(w)[i].d;
+  return core::half_to_float(d);
+}
+
+// The packed q8_0 and q4_0 kernels (one weight row per lane) add, block by block, the block's
+// exact integer dot product with the q8_0 activations times d_w * d_a in one fused multiply-add,
+// whatever the tile shape: the same bits as this scalar loop, for row lengths whose blocks do
+// and do not fill the kernels' groups, and blocks whose scales differ widely.
+TEST(PackedDotTile, Q8_0AndQ4_0AddEachBlocksExactSum) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::uniform_int_distribution<int> scale(-8, 8);
   float block_scale = 1.0f;
@@ -246,9 +277,23 @@ TEST(PackedDotTile, Q8_0EqualsThePlainKernelBitForBit) {
     if (i % 32 == 0) block_scale = std::ldexp(1.0f, scale(rng));
     return block_scale * dist(rng);
   };
-  if (expect_packed_equals_plain(core::Type::kQ8_0, {64, 192, 512, 2048, 2112}, value) == 0) {
-    GTEST_SKIP() << "no packed q8_0 kernel in this build";
+  int checked = 0;
+  for (core::Type wt : {core::Type::kQ8_0, core::Type::kQ4_0}) {
+    const RowReference block_sums = [wt](const uint8_t* w, const float* x, int64_t k) {
+      std::vector<core::BlockQ8_0> act(static_cast<size_t>(k / 32));
+      kernel_set().quantize_q8_0(x, act.data(), k);
+      float acc = 0.0f;
+      for (int64_t i = 0; i < k / 32; ++i) {
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += weight_level(wt, w, i, j) * act[i].qs[j];
+        const float d = weight_scale(wt, w, i) * core::half_to_float(act[i].d);
+        acc = std::fma(static_cast<float>(sum), d, acc);
+      }
+      return acc;
+    };
+    checked += expect_packed_equals(wt, {32, 64, 96, 192, 512, 2048, 2112}, value, block_sums);
   }
+  if (checked == 0) GTEST_SKIP() << "no packed q8_0 or q4_0 kernel in this build";
 }
 
 // A packed kernel's panel path (prefill: weight rows rearranged once per chunk) gives exactly

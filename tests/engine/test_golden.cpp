@@ -98,11 +98,18 @@ TEST(GoldenGreedy, Stories260KContinuationIsTokenExact) {
 // Quantized and half-precision files: the criterion, an RMS difference from llama.cpp's
 // run of the same file below a tenth of that file's own quantization error (its RMS difference
 // from the F32 run). Where we sum in llama.cpp's order for every op the logits are equal bit for
-// bit (f16, bf16, q8_0). q4_0 and q4_k weights llama.cpp repacks into interleaved layouts
-// with their own summation order; those land within the criterion (measured 0.03 and 0.075).
-// For q4_0 that order is each block's exact integer dot product times d_w * d_a, added in
-// block order, which the packed q4_0 kernel (one weight row per lane) follows too: where a
-// set has it, the q4_0 logits are equal bit for bit as well.
+// bit (f16, bf16, q8_0 with the plain kernels). q4_0 and q4_k weights llama.cpp repacks into
+// interleaved layouts with their own summation order; those land within the criterion
+// (measured 0.03 and 0.075). For q4_0 that order is each block's exact integer dot product
+// times d_w * d_a, added in block order, which the packed q4_0 kernel (one weight row per
+// lane) follows too: where a set has it, the q4_0 logits are equal bit for bit as well.
+//
+// The packed q8_0 kernel sums q8_0 in that order too (llama.cpp's June 2025 build, which made
+// the golden files, adds each block's eight partial sums in eight float lanes instead, which
+// costs three float instructions per vpdpbusd and halves prefill). An order that differs in
+// the last bit flips some of the next layer's int8 activation roundings, and for q8_0, whose
+// own quantization error is small, those flips weigh: it lands at 0.44 of the quantization
+// error, held to the bound of the sets that sum in another order below.
 struct TypedCase {
   std::string name;
   bool exact;
@@ -131,7 +138,10 @@ TEST_P(GoldenTyped, WithinATenthOfTheQuantizationError) {
   // the same quantization error and to a looser distance from llama.cpp's run (measured at most
   // 0.46 of the quantization error, against 0.1 for the sets that sum in its order).
   const cpu::KernelSet& ks = cpu::kernel_set();
-  const bool same_order = ks.llama_order && (c.name != "synth256-bf16" || ks.bf16_pairs);
+  const bool packed_q8_0 =
+      c.name == "synth256-q8_0" && ks.packed_dot(core::Type::kQ8_0, 256) != nullptr;
+  const bool same_order =
+      ks.llama_order && (c.name != "synth256-bf16" || ks.bf16_pairs) && !packed_q8_0;
   EXPECT_LT(between, (same_order ? 0.1 : 0.6) * theirs) << "kernel set " << ks.name;
   const bool exact =
       c.exact || (c.name == "synth256-q4_0" && ks.packed_dot(core::Type::kQ4_0, 256) != nullptr);

@@ -2,17 +2,33 @@
 // dot_packed_q4_0.cpp, q8_0 in dot_packed_q8_0.cpp): sixteen rows' blocks as registers of
 // unsigned levels, one row per int32 lane (u = q + 8 for q4_0: the nibbles themselves;
 // u = q ^ 0x80 = q + 128 for q8_0, since vpdpbusd wants unsigned weights), the scales of
-// sixteen rows gathered from their blocks, and the panel a chunk's weight tile is rearranged
-// into once for prefill. A kernel brings how it reads sixteen rows' block (its Rows class) and
-// its own arithmetic.
+// sixteen rows gathered from their blocks, the panel a chunk's weight tile is rearranged into
+// once for prefill, and the arithmetic. A kernel brings how it reads sixteen rows' block (its
+// Rows class) and the offset of its levels.
+//
+// Per row and block, in block order: acc = fma(float(exact block sum), d_w * d_a, acc). One
+// vpdpbusd against four activation bytes broadcast to every lane advances sixteen rows' dot
+// products, and a block's eight of them leave each lane with the exact integer dot product of
+// its row's block, so the float work per block and activation row is one convert, one
+// multiply (d_w * d_a, exact: two f16 values) and one fused multiply-add for sixteen outputs,
+// with no horizontal sum. That is the whole arithmetic, whatever the tile shape and whether
+// the rows were transposed on the fly (PlainTile: decode, a few activation rows) or once into
+// a panel that serves every activation tile of a chunk (PanelTile: prefill): both give the
+// same bits. (It is llama.cpp's order for weights it repacks, q4_0; its q8_0 kernel adds eight
+// partial sums per block in eight lanes, three float instructions per vpdpbusd instead of
+// three per eight, which halves prefill's speed.)
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/blocks.h"
+#include "core/float16.h"
 #include "cpu/kernels/dot_lanes.h"
+#include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/quantize_act.h"
 
 #if defined(STRATA_CPU_AVX512)
 
@@ -131,6 +147,135 @@ void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel)
       _mm512_store_ps(out[b].dw[h], blk.dw);
     }
   }
+}
+
+/// One activation block as the kernels read it: a cache line.
+struct alignas(64) ActBlock {
+  int8_t qs[32];
+  int32_t corr;  ///< -offset * (sum of the 32 activations): the weights' offset taken back
+  float d;
+  uint8_t pad[24];
+};
+static_assert(sizeof(ActBlock) == 64);
+
+inline size_t act_row_bytes(int64_t k) {
+  return static_cast<size_t>(k / kBlock) * sizeof(ActBlock);
+}
+
+/// Activations quantized as q8_0 for weights whose levels sit kOffset above their values.
+template <int kOffset>
+void pack_act(const float* src, uint8_t* dst, int64_t k) {
+  auto* out = reinterpret_cast<ActBlock*>(dst);
+  for (int64_t i = 0; i < k / kBlock; ++i, src += kBlock, ++out) {
+    core::BlockQ8_0 b;
+    quantize_q8_0(src, &b, kBlock);
+    std::memcpy(out->qs, b.qs, sizeof out->qs);
+    int32_t sum = 0;
+    for (int8_t q : b.qs) sum += q;
+    out->corr = -kOffset * sum;
+    out->d = core::half_to_float(b.d);
+    std::memset(out->pad, 0, sizeof out->pad);
+  }
+}
+
+inline const ActBlock& act(const uint8_t* a, size_t lda, int c, int64_t b) {
+  return reinterpret_cast<const ActBlock*>(a + c * lda)[b];
+}
+
+/// The arithmetic every path shares: one block's exact sums times d_w * d_a, added.
+[[gnu::always_inline]] inline void add_block(__m512& acc, __m512i sum, __m512 dw, float da) {
+  const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(da));
+  acc = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sum), s, acc);
+}
+
+// Prefill: both halves of the panel against each broadcast activation dword, so one broadcast
+// feeds two vpdpbusd (loads, not arithmetic, bound this loop).
+struct PanelTile {
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    const auto* p = reinterpret_cast<const PanelBlock*>(w);
+    __m512 acc[H][NA];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < NA; ++c) acc[h][c] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      __m512i sum[H][NA];
+      for (int c = 0; c < NA; ++c) {
+        for (int h = 0; h < H; ++h) sum[h][c] = _mm512_set1_epi32(act(a, lda, c, b).corr);
+      }
+      for (int s = 0; s < 8; ++s) {
+        __m512i u[H];
+        for (int h = 0; h < H; ++h) u[h] = _mm512_load_si512(p[b].u[s][h]);
+        for (int c = 0; c < NA; ++c) {
+          const __m512i y = broadcast4(act(a, lda, c, b).qs + 4 * s);
+          for (int h = 0; h < H; ++h) sum[h][c] = _mm512_dpbusd_epi32(sum[h][c], u[h], y);
+        }
+      }
+      for (int h = 0; h < H; ++h) {
+        const __m512 dw = _mm512_load_ps(p[b].dw[h]);
+        for (int c = 0; c < NA; ++c) add_block(acc[h][c], sum[h][c], dw, act(a, lda, c, b).d);
+      }
+    }
+    store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+  }
+};
+
+// Decode and small batches: sixteen rows at a time, transposed in registers block by block (a
+// tile's halves one after the other: each half asks for the next one's bytes as it reads its
+// own).
+template <class Rows>
+struct PlainTile {
+  template <int NA>
+  static void run_half(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
+                       size_t lda, float* out, int64_t ldo_w, int64_t ldo_a) {
+    const Rows rows(k, w, ldw, nw);
+    __m512 acc[1][NA];
+    for (int c = 0; c < NA; ++c) acc[0][c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      WeightBlock u;
+      rows.load(b, u);
+      __m512i sum[NA];
+      for (int c = 0; c < NA; ++c) sum[c] = _mm512_set1_epi32(act(a, lda, c, b).corr);
+      for (int s = 0; s < 8; ++s) {
+        for (int c = 0; c < NA; ++c) {
+          sum[c] = _mm512_dpbusd_epi32(sum[c], u.u[s], broadcast4(act(a, lda, c, b).qs + 4 * s));
+        }
+      }
+      for (int c = 0; c < NA; ++c) add_block(acc[0][c], sum[c], u.dw, act(a, lda, c, b).d);
+    }
+    store_rows<1, NA>(acc, nw, out, ldo_w, ldo_a);
+  }
+
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    for (int h = 0; h < H; ++h) {
+      run_half<NA>(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows), a, lda,
+                   out + kRows * h * ldo_w, ldo_w, ldo_a);
+    }
+  }
+};
+
+// Six activation rows: 12 integer and 12 float accumulators, twelve vpdpbusd chains in flight
+// (enough to hide its latency at two per cycle), and each broadcast activation dword feeds two.
+constexpr int kMaxA = 6;
+
+/// The packed path of a type whose sixteen rows Rows reads, with levels kOffset above the
+/// values.
+template <class Rows, int kOffset>
+constexpr PackedDot packed_dot() {
+  return {
+      .max_w = kHalves * kRows,
+      .max_a = kMaxA,
+      .group = kBlock,
+      .act_row_bytes = act_row_bytes,
+      .pack = pack_act<kOffset>,
+      .tile = dispatch<PlainTile<Rows>, kHalves, kMaxA>,
+      .panel_bytes = panel_bytes,
+      .pack_panel = pack_panel<Rows>,
+      .panel_tile = dispatch<PanelTile, kHalves, kMaxA>,
+  };
 }
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS::lanes

@@ -1,34 +1,18 @@
-// Packed AVX-512 VNNI kernel for q8_0 weights with q8_0 activations, in llama.cpp's order.
+// Packed AVX-512 VNNI kernel for q8_0 weights with q8_0 activations: one weight row per int32
+// lane (dot_lanes_q0.h has the tiles, the panel and the arithmetic, shared with q4_0). This
+// file reads sixteen q8_0 rows: vpdpbusd wants unsigned weights, so the levels are taken as
+// u = q ^ 0x80 = q + 128, and each packed activation block starts its lanes at -128 * (sum of
+// its activations).
 //
-// llama.cpp (x86) sums a q8_0 dot product in eight f32 lanes: per block, lane j takes the exact
-// integer sum of elements 4j..4j+3 and adds it times d_w * d_a with one fused multiply-add,
-// blocks in order; the eight lanes are summed at the end (simd::hsum). Matching that order is
-// what keeps our logits equal to its own (a last-bit difference flips later int8 roundings).
-//
-// vpdpbusd wants unsigned weights: u = q ^ 0x80 = q + 128, and each packed activation block
-// carries -128 * (sum of each lane's four activations) as the lanes' initial value. Decode (one
-// activation row) takes a block per 256-bit load. With two to six activation rows, two rows
-// share a 512-bit register: the weight block's 32 bytes are broadcast to both halves and the
-// two rows' blocks sit in the low and high halves, so one vpdpbusd yields both rows' eight
-// lanes for that block, and one multiply-add updates both rows' accumulators.
-//
-// Prefill keeps that order with one weight row per int32 lane instead (dot_lanes_q0.h): a
-// chunk's tile of 32 rows is transposed once into a panel, where step s of a block (elements
-// 4s..4s+3 of sixteen rows) is exactly llama.cpp's lane s of those rows. Lane s of every output
-// is then summed over the blocks in one pass of its own, the passes' results added as
-// simd::hsum adds the eight lanes. The float work per vpdpbusd drops from a multiply, a convert
-// and a fused multiply-add on a weight block broadcast for two activation rows to a convert
-// and a fused multiply-add on sixteen rows, the weights are unpacked once per chunk, and the
-// bits stay those of the row kernels, which serve tiles of up to four weight rows.
+// Each block's integer dot product is exact, so the sum differs from llama.cpp's q8_0 kernel,
+// which adds a block's eight partial sums in eight float lanes, only in the float rounding of
+// the blocks' sum (the logits stay within a few hundredths of the format's quantization error
+// of its own; tests/engine/test_golden.cpp).
 #include <algorithm>
-#include <cstring>
 
 #include "core/blocks.h"
-#include "core/float16.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
-#include "cpu/kernels/dot_tile.h"
-#include "cpu/kernels/quantize_act.h"
 #include "cpu/kernels/simd_int.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
@@ -39,233 +23,74 @@ using core::kQK8_0;
 
 #if defined(STRATA_CPU_AVX512)
 
-/// One activation block as the kernel reads it (96 bytes: a row of even length in blocks is
-/// a multiple of 64 bytes).
-struct alignas(32) LaneBlock {
-  int8_t qs[32];
-  int32_t corr[8];  ///< -128 * (sum of activations 4j..4j+3)
-  float d[8];       ///< the block scale, once per lane
-};
-static_assert(sizeof(LaneBlock) == 96);
-
-constexpr int64_t kGroup = 2 * kQK8_0;
-
-size_t act_row_bytes(int64_t k) {
-  return static_cast<size_t>(k / kQK8_0) * sizeof(LaneBlock);
-}
-
-void pack(const float* src, uint8_t* dst, int64_t k) {
-  auto* out = reinterpret_cast<LaneBlock*>(dst);
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t i = 0; i < k / kQK8_0; ++i, src += kQK8_0, ++out) {
-    BlockQ8_0 b;
-    quantize_q8_0(src, &b, kQK8_0);
-    std::memcpy(out->qs, b.qs, sizeof out->qs);
-    const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(out->qs));
-    const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out->corr),
-                       _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
-    _mm256_store_ps(out->d, _mm256_set1_ps(core::half_to_float(b.d)));
-  }
-}
-
-inline __m512i pair_i(const void* lo, const void* hi) {
-  const __m256i a = _mm256_load_si256(static_cast<const __m256i*>(lo));
-  const __m256i b = _mm256_load_si256(static_cast<const __m256i*>(hi));
-  // Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.
-  return _mm512_maskz_inserti64x4(0xff, simd::broadcast256(a), b, 1);
-}
-
-inline __m512 pair_f(const float* lo, const float* hi) {
-  return _mm512_castsi512_ps(pair_i(lo, hi));
-}
-
-// Blocks b .. b + N - 1 of the next NW rows (simd::prefetch_tile_ahead).
-template <int NW, int N>
-[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* next, int64_t b) {
-  simd::prefetch_tile_ahead<NW * N * sizeof(BlockQ8_0)>(
-      next, static_cast<size_t>(NW * b) * sizeof(BlockQ8_0));
-}
-
-// The weight block's levels as unsigned bytes (q + 128) and its scale's bits.
-struct WeightBlock {
-  __m256i u;
-  __m128i dbits;  ///< the f16 scale in all eight words
-};
-
-[[gnu::always_inline]] inline WeightBlock load_weight(const uint8_t* row, int64_t b) {
-  const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  return {_mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs)), flip),
-          _mm_set1_epi16(static_cast<int16_t>(blk->d.bits))};
-}
-
-struct Index64 {
-  alignas(64) uint8_t v[64];
-};
-
-inline __m512i load_index(const Index64& x) {
-  return _mm512_load_si512(x.v);
-}
-
-// The f16 scales of four consecutive weight blocks (bytes 0, 34, 68, 102 from p: words 0 and
-// 17 of a 64-byte load at p, 2 and 19 of one at p + 64), in words 0..3.
-constexpr Index64 scale_words_index() {
-  Index64 x{};
-  const int words[4] = {0, 17, 32 + 2, 32 + 19};
-  for (int i = 0; i < 4; ++i) x.v[2 * i] = static_cast<uint8_t>(words[i]);
-  return x;
-}
-constexpr Index64 kScaleWords = scale_words_index();
-
-inline __m256 low8(__m512 v) {
-  return _mm512_maskz_extractf32x8_ps(0xff, v, 0);
-}
-inline __m256 high8(__m512 v) {
-  return _mm512_maskz_extractf32x8_ps(0xff, v, 1);
-}
-
-struct LaneDot {
-  template <int NW, int NA>
-  static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
-                  int64_t ldo_w, int64_t ldo_a) {
-    if constexpr (NA >= 2) pairs_of_act_rows<NW, NA / 2>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
-    if constexpr (NA % 2 == 1) {
-      const int c = NA - 1;
-      lone_act_row<NW>(k, w, ldw, a + c * lda, out + c * ldo_a, ldo_w);
-    }
-  }
-
-  // Two activation rows per register, every weight row against each pair (prefill).
-  template <int NW, int kPairs>
-  static void pairs_of_act_rows(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a,
-                                size_t lda, float* out, int64_t ldo_w, int64_t ldo_a) {
-    const int64_t blocks = k / kQK8_0;
-    __m512 acc[NW][kPairs];
-    for (int r = 0; r < NW; ++r) {
-      for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
-    }
-    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (b % 2 == 0) prefetch_ahead<NW, 2>(next, b);
-      __m512i aq[kPairs], ac[kPairs];
-      __m512 ad[kPairs];
-      for (int p = 0; p < kPairs; ++p) {
-        const LaneBlock* x = reinterpret_cast<const LaneBlock*>(a + 2 * p * lda) + b;
-        const LaneBlock* y = reinterpret_cast<const LaneBlock*>(a + (2 * p + 1) * lda) + b;
-        aq[p] = pair_i(x->qs, y->qs);
-        ac[p] = pair_i(x->corr, y->corr);
-        ad[p] = pair_f(x->d, y->d);
-      }
-      for (int r = 0; r < NW; ++r) {
-        const WeightBlock wb = load_weight(w + r * ldw, b);
-        const __m512i uu = simd::broadcast256(wb.u);
-        const __m512 vdw = _mm512_maskz_cvtph_ps(0xffff, _mm256_broadcastsi128_si256(wb.dbits));
-        for (int p = 0; p < kPairs; ++p) {
-          const __m512i i = _mm512_dpbusd_epi32(ac[p], uu, aq[p]);
-          const __m512 s = _mm512_mul_ps(vdw, ad[p]);
-          acc[r][p] = _mm512_fmadd_ps(s, _mm512_maskz_cvtepi32_ps(0xffff, i), acc[r][p]);
-        }
-      }
-    }
-    for (int r = 0; r < NW; ++r) {
-      for (int p = 0; p < kPairs; ++p) {
-        out[r * ldo_w + 2 * p * ldo_a] = simd::hsum(low8(acc[r][p]));
-        out[r * ldo_w + (2 * p + 1) * ldo_a] = simd::hsum(high8(acc[r][p]));
-      }
-    }
-  }
-
-  // One activation row (decode). Each block's 32 weights are read with one 256-bit load (at
-  // the block's offset 2) and summed in eight lanes by one vpdpbusd; the product of the two
-  // scales is one fused multiply-add operand broadcast from memory. Four blocks' weight scales
-  // are gathered from two 64-byte loads by one permute, converted and multiplied by the
-  // activation scales at once. 512-bit shuffles and lane extracts, which cost twice on cores
-  // that split 512-bit work into halves, stay out of the loop.
-  template <int NW>
-  static void lone_act_row(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, float* out,
-                           int64_t ldo_w) {
-    const int64_t blocks = k / kQK8_0;
-    const int64_t grouped = blocks / 4 * 4;
-    __m256 acc[NW];
-    for (int r = 0; r < NW; ++r) acc[r] = _mm256_setzero_ps();
-    const auto* x = reinterpret_cast<const LaneBlock*>(a);
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    const __m512i scale_words = load_index(kScaleWords);
-    alignas(16) float scale[NW][4];
-    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
-    for (int64_t b = 0; b < grouped; b += 4) {
-      const __m128 da = _mm_setr_ps(x[b].d[0], x[b + 1].d[0], x[b + 2].d[0], x[b + 3].d[0]);
-      prefetch_ahead<NW, 4>(next, b);
-      for (int r = 0; r < NW; ++r) {
-        const uint8_t* p = w + r * ldw + static_cast<size_t>(b) * sizeof(BlockQ8_0);
-        const __m512i dw = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), scale_words,
-                                                     _mm512_loadu_si512(p + 64));
-        _mm_store_ps(scale[r],
-                     _mm_mul_ps(_mm_cvtph_ps(_mm512_maskz_extracti32x4_epi32(0xf, dw, 0)), da));
-      }
-      for (int j = 0; j < 4; ++j) {
-        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].qs));
-        const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b + j].corr));
-        for (int r = 0; r < NW; ++r) {
-          const uint8_t* p = w + r * ldw + static_cast<size_t>(b + j) * sizeof(BlockQ8_0);
-          const __m256i u = _mm256_xor_si256(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + offsetof(BlockQ8_0, qs))),
-              flip);
-          const __m256 f = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(corr, u, q));
-          acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&scale[r][j]), f, acc[r]);
-        }
-      }
-    }
-    for (int64_t b = grouped; b < blocks; ++b) {
-      const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-      const __m256i corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[b].corr));
-      const __m256 d = _mm256_load_ps(x[b].d);
-      for (int r = 0; r < NW; ++r) {
-        const WeightBlock wb = load_weight(w + r * ldw, b);
-        const __m256i i = _mm256_dpbusd_epi32(corr, wb.u, q);
-        const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(wb.dbits), d);
-        acc[r] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(i), acc[r]);
-      }
-    }
-    for (int r = 0; r < NW; ++r) out[r * ldo_w] = simd::hsum(acc[r]);
-  }
-};
-
-// 4 weight rows x 3 row pairs: 12 accumulators, 9 activation registers, the rest for the
-// weight block and temporaries (AVX-512 has 32).
-constexpr int kMaxW = 4;
-constexpr int kMaxA = 6;
-
-/// A tile of up to 32 rows (the panel's), four rows at a time.
-void row_pairs_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
-                    int na, float* out, int64_t ldo_w, int64_t ldo_a) {
-  for (int r = 0; r < nw; r += kMaxW) {
-    tile_dispatch<LaneDot, kMaxW, kMaxA>(k, w + r * ldw, ldw, std::min(kMaxW, nw - r), a, lda, na,
-                                         out + r * ldo_w, ldo_w, ldo_a);
-  }
-}
-
 using lanes::kRows;
+using lanes::WeightBlock;
 
-/// Sixteen q8_0 rows read in place for the panel, as unsigned levels. Rows past nw repeat the
-/// last one: their lanes compute something finite that is never stored.
+/// Sixteen q8_0 rows read in place, as unsigned levels. Rows past nw repeat the last one: their
+/// lanes compute something finite that is never stored.
 class Q8Rows {
  public:
   Q8Rows(int64_t k, const uint8_t* w, size_t ldw, int nw) : w_(w), blocks_(k / kQK8_0) {
+    next_ = simd::prefetch_origin(w, kRows * ldw);
     lanes::row_offsets(ldw, nw, offset_);
   }
 
-  [[gnu::always_inline]] void load(int64_t b, lanes::WeightBlock& o) const {
-    const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ8_0);
-    if (b % kScalesPerLoad == 0) Scales::load(base, offset_, blocks_ - b, scales_);
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  /// Block b transposed: lane r of o.u[s] holds row r's levels of elements 4s..4s+3.
+  [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
+    o.dw = scales(b);
+    const uint8_t* qs = block(b) + offsetof(BlockQ8_0, qs);
     for (int half = 0; half < 2; ++half) {
       __m512i t[4];
-      lanes::transpose16x4(base + offsetof(BlockQ8_0, qs) + 16 * half, offset_, t);
-      for (int j = 0; j < 4; ++j) o.u[4 * half + j] = _mm512_xor_si512(t[j], flip);
+      lanes::transpose16x4(qs + 16 * half, offset_, t);
+      for (int j = 0; j < 4; ++j) o.u[4 * half + j] = _mm512_xor_si512(t[j], flip());
     }
-    o.dw = _mm512_load_ps(scales_[b % kScalesPerLoad]);
+  }
+
+  /// Block b's scales, row r in lane r (ask in block order: they come two blocks at a time).
+  [[gnu::always_inline]] __m512 scales(int64_t b) const {
+    if (b % kScalesPerLoad == 0) {
+      Scales::load(block(b), offset_, blocks_ - b, scales_);
+      simd::prefetch_tile_ahead<kScalesPerLoad * kRows * sizeof(BlockQ8_0)>(
+          next_, static_cast<size_t>(b) * kRows * sizeof(BlockQ8_0));
+    }
+    return _mm512_load_ps(scales_[b % kScalesPerLoad]);
+  }
+
+  /// Decode's single activation row: the sixteen rows' exact sums of levels times the block's
+  /// activations (x: its 32 bytes in both halves), row r in lane r. Two rows per register, a
+  /// block in each half: one vpdpbusd gives each half eight partial sums, and a tree of
+  /// in-lane unpacks and one 128-bit shuffle adds them, with no transposes.
+  [[gnu::always_inline]] __m512i lone_sums(int64_t b, __m512i x) const {
+    const uint8_t* qs = block(b) + offsetof(BlockQ8_0, qs);
+    // Register i holds rows i and i + 4 (i < 4) or i + 4 and i + 8, which the tree below
+    // leaves in lanes 0..15 in row order.
+    __m512i z[8];
+    for (int i = 0; i < 8; ++i) {
+      const int lo = i < 4 ? i : i + 4;
+      const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + offset_[lo]));
+      const __m256i second =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + offset_[lo + 4]));
+      const __m512i u = _mm512_xor_si512(
+          _mm512_maskz_inserti64x4(0xff, simd::broadcast256(first), second, 1), flip());
+      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x);
+    }
+    // (Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.)
+    // Per 128-bit lane: [a0 a1 a2 a3], [b0 ..] -> [a0+a2, b0+b2, a1+a3, b1+b3].
+    __m512i t[4];
+    for (int i = 0; i < 4; ++i) {
+      t[i] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(0xffff, z[2 * i], z[2 * i + 1]),
+                              _mm512_maskz_unpackhi_epi32(0xffff, z[2 * i], z[2 * i + 1]));
+    }
+    // -> [sum a, sum b, sum c, sum d] of each 128-bit lane.
+    __m512i v[2];
+    for (int i = 0; i < 2; ++i) {
+      v[i] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(0xff, t[2 * i], t[2 * i + 1]),
+                              _mm512_maskz_unpackhi_epi64(0xff, t[2 * i], t[2 * i + 1]));
+    }
+    // A row's two 128-bit lanes added: rows 0..3, 4..7 from v[0], 8..11, 12..15 from v[1].
+    return _mm512_add_epi32(
+        _mm512_maskz_shuffle_i32x4(0xffff, v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+        _mm512_maskz_shuffle_i32x4(0xffff, v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
   }
 
  private:
@@ -273,91 +98,53 @@ class Q8Rows {
   static constexpr int kScalesPerLoad = 2;
   using Scales = lanes::ScaleTree<kScalesPerLoad, sizeof(BlockQ8_0) / 2>;
 
+  static __m512i flip() { return _mm512_set1_epi8(static_cast<char>(0x80)); }
+  const uint8_t* block(int64_t b) const { return w_ + static_cast<size_t>(b) * sizeof(BlockQ8_0); }
+
   const uint8_t* w_;
+  const uint8_t* next_;
   int64_t blocks_;
   size_t offset_[kRows];
   alignas(64) mutable float scales_[kScalesPerLoad][kRows];
 };
 
-// Prefill from a panel: pass s sums lane s of every output over a segment of blocks, each
-// block's d_w * d_a computed once per segment for all eight passes.
-struct LanePasses {
-  static constexpr int kSegment = 8;  ///< blocks per segment
-
+// Tiles read in place: decode's single activation row sums each row's blocks where they lie
+// (Q8Rows::lone_sums); two or more rows share the transpose of the weights (PlainTile).
+struct Q8Tile {
   template <int H, int NA>
-  static void run(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
+  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
                   float* out, int64_t ldo_w, int64_t ldo_a) {
-    const auto* p = reinterpret_cast<const lanes::PanelBlock*>(w);
-    const auto act = [&](int c, int64_t b) -> const LaneBlock& {
-      return reinterpret_cast<const LaneBlock*>(a + c * lda)[b];
-    };
-    const int64_t blocks = k / kQK8_0;
-    __m512 lane[8][H][NA];
-    for (int s = 0; s < 8; ++s) {
+    if constexpr (NA > 1) {
+      lanes::PlainTile<Q8Rows>::run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
+    } else {
       for (int h = 0; h < H; ++h) {
-        for (int c = 0; c < NA; ++c) lane[s][h][c] = _mm512_setzero_ps();
+        lone_half(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows), a,
+                  out + kRows * h * ldo_w, ldo_w);
       }
     }
-    for (int64_t b0 = 0; b0 < blocks; b0 += kSegment) {
-      const int nb = static_cast<int>(std::min<int64_t>(kSegment, blocks - b0));
-      __m512 scale[kSegment][H][NA];
-      for (int i = 0; i < nb; ++i) {
-        for (int h = 0; h < H; ++h) {
-          const __m512 dw = _mm512_load_ps(p[b0 + i].dw[h]);
-          for (int c = 0; c < NA; ++c) {
-            scale[i][h][c] = _mm512_mul_ps(dw, _mm512_set1_ps(act(c, b0 + i).d[0]));
-          }
-        }
-      }
-      for (int s = 0; s < 8; ++s) {
-        __m512 acc[H][NA];
-        for (int h = 0; h < H; ++h) {
-          for (int c = 0; c < NA; ++c) acc[h][c] = lane[s][h][c];
-        }
-        for (int i = 0; i < nb; ++i) {
-          const int64_t b = b0 + i;
-          __m512i u[H];
-          for (int h = 0; h < H; ++h) u[h] = _mm512_load_si512(p[b].u[s][h]);
-          for (int c = 0; c < NA; ++c) {
-            const LaneBlock& y = act(c, b);
-            const __m512i q = lanes::broadcast4(y.qs + 4 * s);
-            const __m512i corr = _mm512_set1_epi32(y.corr[s]);
-            for (int h = 0; h < H; ++h) {
-              const __m512i sum = _mm512_dpbusd_epi32(corr, u[h], q);
-              acc[h][c] =
-                  _mm512_fmadd_ps(scale[i][h][c], _mm512_maskz_cvtepi32_ps(0xffff, sum), acc[h][c]);
-            }
-          }
-        }
-        for (int h = 0; h < H; ++h) {
-          for (int c = 0; c < NA; ++c) lane[s][h][c] = acc[h][c];
-        }
-      }
+  }
+
+  static void lone_half(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
+                        float* out, int64_t ldo_w) {
+    const Q8Rows rows(k, w, ldw, nw);
+    __m512 acc[1][1] = {{_mm512_setzero_ps()}};
+    for (int64_t b = 0; b < k / kQK8_0; ++b) {
+      const lanes::ActBlock& x = lanes::act(a, 0, 0, b);
+      const __m512 dw = rows.scales(b);
+      const __m512i xx =
+          simd::broadcast256(_mm256_load_si256(reinterpret_cast<const __m256i*>(x.qs)));
+      const __m512i sum = _mm512_add_epi32(rows.lone_sums(b, xx), _mm512_set1_epi32(x.corr));
+      lanes::add_block(acc[0][0], sum, dw, x.d);
     }
-    // simd::hsum's order: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-    __m512 sum[H][NA];
-    for (int h = 0; h < H; ++h) {
-      for (int c = 0; c < NA; ++c) {
-        const auto pair = [&](int i, int j) { return _mm512_add_ps(lane[i][h][c], lane[j][h][c]); };
-        sum[h][c] = _mm512_add_ps(_mm512_add_ps(pair(0, 4), pair(2, 6)),
-                                  _mm512_add_ps(pair(1, 5), pair(3, 7)));
-      }
-    }
-    lanes::store_rows<H, NA>(sum, nw, out, ldo_w, ldo_a);
+    lanes::store_rows<1, 1>(acc, nw, out, ldo_w, 0);
   }
 };
 
-const PackedDot kPackedQ8_0Lanes = {
-    .max_w = lanes::kHalves * kRows,
-    .max_a = kMaxA,
-    .group = kGroup,
-    .act_row_bytes = act_row_bytes,
-    .pack = pack,
-    .tile = row_pairs_tile,
-    .panel_bytes = lanes::panel_bytes,
-    .pack_panel = lanes::pack_panel<Q8Rows>,
-    .panel_tile = lanes::dispatch<LanePasses, lanes::kHalves, kMaxA>,
-};
+constexpr PackedDot kPackedQ8_0 = [] {
+  PackedDot d = lanes::packed_dot<Q8Rows, 128>();
+  d.tile = lanes::dispatch<Q8Tile, lanes::kHalves, lanes::kMaxA>;
+  return d;
+}();
 
 #endif  // STRATA_CPU_AVX512
 
@@ -365,7 +152,7 @@ const PackedDot kPackedQ8_0Lanes = {
 
 const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k) {
 #if defined(STRATA_CPU_AVX512)
-  if (weight_type == core::Type::kQ8_0 && k % kGroup == 0) return &kPackedQ8_0Lanes;
+  if (weight_type == core::Type::kQ8_0 && k % kQK8_0 == 0) return &kPackedQ8_0;
 #else
   (void)weight_type;
   (void)k;
