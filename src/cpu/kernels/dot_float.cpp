@@ -358,9 +358,21 @@ struct FloatDot {
       for (int c = 0; c < NA; ++c) acc[r][c] = Lanes16::zero();
     }
     const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
+    // Rows of a strided view (attention's K: one head's part of each cache row) leave gaps
+    // that a dense step of the later tile would ask for instead of its rows: ask for each of
+    // that tile's rows whole, once.
+    const size_t row_bytes = static_cast<size_t>(k) * Elem::kSize;
+    const bool strided = ldw > row_bytes;
+    if (strided) {
+      for (int r = 0; r < NW; ++r) {
+        for (size_t b = 0; b < row_bytes; b += 64) simd::prefetch_stream(next + r * ldw + b);
+      }
+    }
     for (int64_t i = 0; i < k; i += 16) {
-      simd::prefetch_tile_ahead<16 * Elem::kSize * NW>(next,
-                                                       static_cast<size_t>(i * Elem::kSize * NW));
+      if (!strided) {
+        simd::prefetch_tile_ahead<16 * Elem::kSize * NW>(next,
+                                                         static_cast<size_t>(i * Elem::kSize * NW));
+      }
       if constexpr (std::is_same_v<Elem, AElem>) {
         Lanes16 av[NA];
         for (int c = 0; c < NA; ++c) av[c] = Lanes16::load<AElem>(a + c * lda, i);

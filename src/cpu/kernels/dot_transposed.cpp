@@ -33,6 +33,7 @@ __m512 load16(core::Type type, const uint8_t* p) {
 // the rows once per activation row and per block, half a line at a time.) lanes[(r * 16 + l)
 // * m + d] receives lane l of output d for activation r; the caller sums the lanes.
 constexpr int kBlocks = 4;
+constexpr size_t kAhead = 8;  ///< steps of a pass between a prefetch and its read
 
 template <int NB, int NR>
 void walk_lanes(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t* w,
@@ -46,6 +47,10 @@ void walk_lanes(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t
     }
     for (int64_t j = l; j < k; j += kLanes) {
       const uint8_t* row = base + static_cast<size_t>(j) * col_stride;
+      // A pass strides kLanes cells (a page or more of the cache apart), which hardware
+      // prefetchers do not follow: ask for the cells kAhead steps on.
+      const uint8_t* later = row + kAhead * kLanes * col_stride;
+      for (size_t b = 0; b < NB * kLanes * es; b += 64) simd::prefetch_stream(later + b);
       __m512 v[NB];
       for (int b = 0; b < NB; ++b) v[b] = load16(type, row + static_cast<size_t>(kLanes * b) * es);
       for (int r = 0; r < NR; ++r) {
