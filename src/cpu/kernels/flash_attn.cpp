@@ -51,7 +51,7 @@ struct Plan {
   int64_t items() const { return token_blocks() * n_head_kv * head_chunks(); }
 };
 
-// Rows as large as kMaxRows allows, shrunk until every thread has several items.
+// Rows as large as kMaxRows allows, shrunk until the threads are dealt enough items.
 Plan make_plan(const Tensor& dst, int nth) {
   const Tensor& q = *dst.src[0];
   const Tensor& k = *dst.src[1];
@@ -63,7 +63,13 @@ Plan make_plan(const Tensor& dst, int nth) {
   p.group = q.ne[2] / k.ne[2];
   p.heads_per_item = std::min<int64_t>(p.group, kMaxRows);
   p.tokens_per_item = std::max<int64_t>(1, kMaxRows / p.heads_per_item);
-  while (p.items() < 4 * static_cast<int64_t>(nth)) {
+  // A prompt's rows differ in length (causal), so it wants several items per thread; one token's
+  // rows are alike, and every split reads the KV head once more, so it stops at an even deal.
+  const auto enough = [&p, nth] {
+    const int64_t items = p.items(), threads = nth;
+    return items >= 4 * threads || (p.n_tokens == 1 && items % threads == 0);
+  };
+  while (!enough()) {
     if (p.tokens_per_item > 1 && p.n_tokens > 1) {
       p.tokens_per_item /= 2;
     } else if (p.heads_per_item > 1) {
@@ -171,6 +177,36 @@ const float* v_row(Type t, const uint8_t* row, float* buf, int64_t n) {
   return buf;
 }
 
+// A full block's scores s[i] * scale + mask[i] (-inf where the mask is), in place; returns their
+// maximum. mask may be null.
+float scores_dense(float* s, const float* mask, float scale) {
+#if defined(STRATA_CPU_AVX2)
+  const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
+  __m256 vmax = ninf;
+  for (int64_t i = 0; i < kBlock; i += 8) {
+    __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + i), vscale);
+    if (mask != nullptr) {
+      const __m256 m = _mm256_loadu_ps(mask + i);
+      x = _mm256_blendv_ps(_mm256_add_ps(x, m), ninf, _mm256_cmp_ps(m, ninf, _CMP_EQ_OQ));
+    }
+    _mm256_storeu_ps(s + i, x);
+    vmax = _mm256_max_ps(x, vmax);  // a NaN score leaves the maximum as std::max does
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  return *std::max_element(lanes, lanes + 8);
+#else
+  float bmax = -INFINITY;
+  for (int64_t i = 0; i < kBlock; ++i) {
+    float x = s[i] * scale;
+    if (mask != nullptr) x = mask[i] == -INFINITY ? -INFINITY : x + mask[i];
+    s[i] = x;
+    bmax = std::max(bmax, x);
+  }
+  return bmax;
+#endif
+}
+
 // One work item: `n` query rows reading KV head `kv_head`.
 struct Rows {
   int n = 0;
@@ -229,19 +265,28 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
       }
       i += run;
     }
+    // Every cell visible, no cap and a dense mask row (decode, and prompt rows past the
+    // diagonal): the scores in vectors, the same operations per cell.
+    const bool dense_block =
+        n == kBlock && softcap == 0.0f && (mask == nullptr || mask->nb[0] == sizeof(float));
     for (int r = 0; r < rows.n; ++r) {
       float* s = w.s + r * kBlock;
       const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
       float bmax = -INFINITY;
-      for (int64_t i = 0; i < n; ++i) {
-        float x = s[i] * scale;
-        if (softcap != 0.0f) x = softcap * std::tanh(x);
-        if (mrow != nullptr) {
-          const float mv = load_f32(mrow + (c0 + w.idx[i]) * mask->nb[0]);
-          x = mv == -INFINITY ? -INFINITY : x + mv;
+      if (dense_block) {
+        const float* mv = mrow != nullptr ? reinterpret_cast<const float*>(mrow) + c0 : nullptr;
+        bmax = scores_dense(s, mv, scale);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          float x = s[i] * scale;
+          if (softcap != 0.0f) x = softcap * std::tanh(x);
+          if (mrow != nullptr) {
+            const float mv = load_f32(mrow + (c0 + w.idx[i]) * mask->nb[0]);
+            x = mv == -INFINITY ? -INFINITY : x + mv;
+          }
+          s[i] = x;
+          bmax = std::max(bmax, x);
         }
-        s[i] = x;
-        bmax = std::max(bmax, x);
       }
       if (bmax == -INFINITY) {
         std::fill(s, s + n, 0.0f);  // nothing this row sees in the block
@@ -261,11 +306,11 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
     for (int64_t i = 0; i < n; ++i) {
       vr[i] = v_row(v.type, v.row_ptr(c0 + w.idx[i], rows.kv_head), w.v + i * hd, hd);
     }
-    for (int r = 0; r < rows.n; ++r) {
-      const float* pr = w.s + r * kBlock;
-      for (int64_t i = 0; i < n; ++i) l[r] += pr[i];  // hidden cells add exact zeros
-      accumulate(w.acc + r * hd, pr, vr, n, hd);
+    // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
+    for (int64_t i = 0; i < n; ++i) {
+      for (int r = 0; r < rows.n; ++r) l[r] += w.s[r * kBlock + i];
     }
+    for (int r = 0; r < rows.n; ++r) accumulate(w.acc + r * hd, w.s + r * kBlock, vr, n, hd);
   }
   for (int r = 0; r < rows.n; ++r) {
     const float inv = l[r] > 0.0 ? static_cast<float>(1.0 / l[r]) : 0.0f;
