@@ -12,11 +12,11 @@
 // its row's block, so the float work per block and activation row is one convert, one
 // multiply (d_w * d_a, exact: two f16 values) and one fused multiply-add for sixteen outputs,
 // with no horizontal sum. That is the whole arithmetic, whatever the tile shape and whether
-// the rows were transposed on the fly (PlainTile: decode, a few activation rows) or once into
-// a panel that serves every activation tile of a chunk (PanelTile: prefill): both give the
-// same bits. (It is llama.cpp's order for weights it repacks, q4_0; its q8_0 kernel adds eight
-// partial sums per block in eight lanes, three float instructions per vpdpbusd instead of
-// three per eight, which halves prefill's speed.)
+// the rows were summed where they lie (LoneTile: decode's one activation row), transposed on
+// the fly (PlainTile: a few activation rows) or once into a panel that serves every
+// activation tile of a chunk (PanelTile: prefill): all give the same bits. (It is llama.cpp's order
+// for weights it repacks, q4_0; its q8_0 kernel adds eight partial sums per block in eight lanes,
+// three float instructions per vpdpbusd instead of three per eight, which halves prefill's speed.)
 #pragma once
 
 #include <algorithm>
@@ -257,6 +257,52 @@ struct PlainTile {
   }
 };
 
+/// Per 128-bit lane: the sums of z[0]'s, z[1]'s, z[2]'s and z[3]'s four dwords there, in that
+/// order, by a tree of in-lane unpacks (zero-masked forms: GCC 12 flags the unmasked ones as
+/// maybe-uninitialized).
+[[gnu::always_inline]] inline __m512i lane_sums4(const __m512i (&z)[4]) {
+  // [a0 a1 a2 a3], [b0 ..] -> [a0+a2, b0+b2, a1+a3, b1+b3]
+  __m512i t[2];
+  for (int i = 0; i < 2; ++i) {
+    t[i] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(0xffff, z[2 * i], z[2 * i + 1]),
+                            _mm512_maskz_unpackhi_epi32(0xffff, z[2 * i], z[2 * i + 1]));
+  }
+  return _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(0xff, t[0], t[1]),
+                          _mm512_maskz_unpackhi_epi64(0xff, t[0], t[1]));
+}
+
+// Decode's single activation row sums each row's blocks where they lie (Rows::lone_sums:
+// vpdpbusd on rows side by side, then lane_sums4), with none of the transposes two or more
+// activation rows share (PlainTile). Same bits: both sums are exact.
+template <class Rows>
+struct LoneTile {
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    if constexpr (NA > 1) {
+      PlainTile<Rows>::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
+    } else {
+      for (int h = 0; h < H; ++h) {
+        lone_half(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows), a,
+                  out + kRows * h * ldo_w, ldo_w);
+      }
+    }
+  }
+
+  static void lone_half(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
+                        float* out, int64_t ldo_w) {
+    const Rows rows(k, w, ldw, nw);
+    __m512 acc[1][1] = {{_mm512_setzero_ps()}};
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      const ActBlock& x = act(a, 0, 0, b);
+      const __m512 dw = rows.scales(b);
+      const __m512i sum = _mm512_add_epi32(rows.lone_sums(b, x), _mm512_set1_epi32(x.corr));
+      add_block(acc[0][0], sum, dw, x.d);
+    }
+    store_rows<1, 1>(acc, nw, out, ldo_w, 0);
+  }
+};
+
 // Six activation rows: 12 integer and 12 float accumulators, twelve vpdpbusd chains in flight
 // (enough to hide its latency at two per cycle), and each broadcast activation dword feeds two.
 constexpr int kMaxA = 6;
@@ -271,7 +317,7 @@ constexpr PackedDot packed_dot() {
       .group = kBlock,
       .act_row_bytes = act_row_bytes,
       .pack = pack_act<kOffset>,
-      .tile = dispatch<PlainTile<Rows>, kHalves, kMaxA>,
+      .tile = dispatch<LoneTile<Rows>, kHalves, kMaxA>,
       .panel_bytes = panel_bytes,
       .pack_panel = pack_panel<Rows>,
       .panel_tile = dispatch<PanelTile, kHalves, kMaxA>,

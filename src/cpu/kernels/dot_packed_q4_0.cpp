@@ -27,27 +27,57 @@ class Q4Rows {
     lanes::row_offsets(ldw, nw, offset_);
   }
 
+  /// Block b transposed: lane r of o.u[s] holds row r's levels of elements 4s..4s+3.
   [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
-    const uint8_t* base = w_ + static_cast<size_t>(b) * sizeof(BlockQ4_0);
+    o.dw = scales(b);
+    __m512i t[4];
+    lanes::transpose16x4(block(b) + offsetof(BlockQ4_0, qs), offset_, t);
+    for (int j = 0; j < 4; ++j) {
+      o.u[j] = _mm512_and_si512(t[j], low4());
+      o.u[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), low4());
+    }
+  }
+
+  /// Block b's scales, row r in lane r (ask in block order: they come four blocks at a time).
+  [[gnu::always_inline]] __m512 scales(int64_t b) const {
     if (b % kScalesPerLoad == 0) {
-      Scales::load(base, offset_, blocks_ - b, scales_);
+      Scales::load(block(b), offset_, blocks_ - b, scales_);
       simd::prefetch_tile_ahead<kScalesPerLoad * kRows * sizeof(BlockQ4_0)>(
           next_, static_cast<size_t>(b) * kRows * sizeof(BlockQ4_0));
     }
-    __m512i t[4];
-    lanes::transpose16x4(base + offsetof(BlockQ4_0, qs), offset_, t);
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    for (int j = 0; j < 4; ++j) {
-      o.u[j] = _mm512_and_si512(t[j], low4);
-      o.u[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t[j], 4), low4);
+    return _mm512_load_ps(scales_[b % kScalesPerLoad]);
+  }
+
+  /// Decode's single activation row: the sixteen rows' exact sums of levels times block b's
+  /// activations x, row r in lane r. Register i holds rows i, i + 4, i + 8 and i + 12, one per
+  /// 128-bit lane: its low nibbles meet activations 0..15 and its high ones 16..31, and
+  /// lane_sums4 leaves the sums in row order.
+  [[gnu::always_inline]] __m512i lone_sums(int64_t b, const lanes::ActBlock& x) const {
+    const auto load16 = [](const void* p) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    };
+    const __m512i low_x = _mm512_maskz_broadcast_i32x4(0xffff, load16(x.qs));
+    const __m512i high_x = _mm512_maskz_broadcast_i32x4(0xffff, load16(x.qs + 16));
+    const uint8_t* qs = block(b) + offsetof(BlockQ4_0, qs);
+    __m512i z[4];
+    for (int i = 0; i < 4; ++i) {
+      __m512i v = _mm512_zextsi128_si512(load16(qs + offset_[i]));
+      v = _mm512_mask_broadcast_i32x4(v, 0x00f0, load16(qs + offset_[i + 4]));
+      v = _mm512_mask_broadcast_i32x4(v, 0x0f00, load16(qs + offset_[i + 8]));
+      v = _mm512_mask_broadcast_i32x4(v, 0xf000, load16(qs + offset_[i + 12]));
+      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v, low4()), low_x);
+      z[i] = _mm512_dpbusd_epi32(z[i], _mm512_and_si512(_mm512_srli_epi16(v, 4), low4()), high_x);
     }
-    o.dw = _mm512_load_ps(scales_[b % kScalesPerLoad]);
+    return lanes::lane_sums4(z);
   }
 
  private:
   // Four 18-byte blocks' scales per 64-byte load (words 0, 9, 18, 27).
   static constexpr int kScalesPerLoad = 4;
   using Scales = lanes::ScaleTree<kScalesPerLoad, sizeof(BlockQ4_0) / 2>;
+
+  static __m512i low4() { return _mm512_set1_epi8(0x0f); }
+  const uint8_t* block(int64_t b) const { return w_ + static_cast<size_t>(b) * sizeof(BlockQ4_0); }
 
   const uint8_t* w_;
   const uint8_t* next_;

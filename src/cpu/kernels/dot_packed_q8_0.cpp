@@ -8,8 +8,6 @@
 // which adds a block's eight partial sums in eight float lanes, only in the float rounding of
 // the blocks' sum (the logits stay within a few hundredths of the format's quantization error
 // of its own; tests/engine/test_golden.cpp).
-#include <algorithm>
-
 #include "core/blocks.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
@@ -56,15 +54,16 @@ class Q8Rows {
     return _mm512_load_ps(scales_[b % kScalesPerLoad]);
   }
 
-  /// Decode's single activation row: the sixteen rows' exact sums of levels times the block's
-  /// activations (x: its 32 bytes in both halves), row r in lane r. Two rows per register, a
-  /// block in each half: one vpdpbusd gives each half eight partial sums, and a tree of
-  /// in-lane unpacks and one 128-bit shuffle adds them, with no transposes.
-  [[gnu::always_inline]] __m512i lone_sums(int64_t b, __m512i x) const {
+  /// Decode's single activation row: the sixteen rows' exact sums of levels times block b's
+  /// activations x, row r in lane r. Two rows per register, a block in each half: one vpdpbusd
+  /// gives each half eight partial sums, which lane_sums4 and one 128-bit shuffle add.
+  [[gnu::always_inline]] __m512i lone_sums(int64_t b, const lanes::ActBlock& x) const {
+    const __m512i xx =
+        simd::broadcast256(_mm256_load_si256(reinterpret_cast<const __m256i*>(x.qs)));
     const uint8_t* qs = block(b) + offsetof(BlockQ8_0, qs);
-    // Register i holds rows i and i + 4 (i < 4) or i + 4 and i + 8, which the tree below
-    // leaves in lanes 0..15 in row order.
-    __m512i z[8];
+    // Register i holds rows i and i + 4 (i < 4) or i + 4 and i + 8, which leaves the sums in
+    // rows 0..3, 4..7 (v[0]) and 8..11, 12..15 (v[1]) after lane_sums4.
+    __m512i z[2][4];
     for (int i = 0; i < 8; ++i) {
       const int lo = i < 4 ? i : i + 4;
       const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + offset_[lo]));
@@ -72,22 +71,10 @@ class Q8Rows {
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + offset_[lo + 4]));
       const __m512i u = _mm512_xor_si512(
           _mm512_maskz_inserti64x4(0xff, simd::broadcast256(first), second, 1), flip());
-      z[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x);
+      z[i / 4][i % 4] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xx);
     }
-    // (Zero-masked forms: GCC 12 flags the unmasked ones as maybe-uninitialized.)
-    // Per 128-bit lane: [a0 a1 a2 a3], [b0 ..] -> [a0+a2, b0+b2, a1+a3, b1+b3].
-    __m512i t[4];
-    for (int i = 0; i < 4; ++i) {
-      t[i] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(0xffff, z[2 * i], z[2 * i + 1]),
-                              _mm512_maskz_unpackhi_epi32(0xffff, z[2 * i], z[2 * i + 1]));
-    }
-    // -> [sum a, sum b, sum c, sum d] of each 128-bit lane.
-    __m512i v[2];
-    for (int i = 0; i < 2; ++i) {
-      v[i] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(0xff, t[2 * i], t[2 * i + 1]),
-                              _mm512_maskz_unpackhi_epi64(0xff, t[2 * i], t[2 * i + 1]));
-    }
-    // A row's two 128-bit lanes added: rows 0..3, 4..7 from v[0], 8..11, 12..15 from v[1].
+    const __m512i v[2] = {lanes::lane_sums4(z[0]), lanes::lane_sums4(z[1])};
+    // A row's two 128-bit lanes added.
     return _mm512_add_epi32(
         _mm512_maskz_shuffle_i32x4(0xffff, v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
         _mm512_maskz_shuffle_i32x4(0xffff, v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
@@ -108,43 +95,7 @@ class Q8Rows {
   alignas(64) mutable float scales_[kScalesPerLoad][kRows];
 };
 
-// Tiles read in place: decode's single activation row sums each row's blocks where they lie
-// (Q8Rows::lone_sums); two or more rows share the transpose of the weights (PlainTile).
-struct Q8Tile {
-  template <int H, int NA>
-  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
-                  float* out, int64_t ldo_w, int64_t ldo_a) {
-    if constexpr (NA > 1) {
-      lanes::PlainTile<Q8Rows>::run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
-    } else {
-      for (int h = 0; h < H; ++h) {
-        lone_half(k, w + kRows * h * ldw, ldw, std::min(nw - kRows * h, kRows), a,
-                  out + kRows * h * ldo_w, ldo_w);
-      }
-    }
-  }
-
-  static void lone_half(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
-                        float* out, int64_t ldo_w) {
-    const Q8Rows rows(k, w, ldw, nw);
-    __m512 acc[1][1] = {{_mm512_setzero_ps()}};
-    for (int64_t b = 0; b < k / kQK8_0; ++b) {
-      const lanes::ActBlock& x = lanes::act(a, 0, 0, b);
-      const __m512 dw = rows.scales(b);
-      const __m512i xx =
-          simd::broadcast256(_mm256_load_si256(reinterpret_cast<const __m256i*>(x.qs)));
-      const __m512i sum = _mm512_add_epi32(rows.lone_sums(b, xx), _mm512_set1_epi32(x.corr));
-      lanes::add_block(acc[0][0], sum, dw, x.d);
-    }
-    lanes::store_rows<1, 1>(acc, nw, out, ldo_w, 0);
-  }
-};
-
-constexpr PackedDot kPackedQ8_0 = [] {
-  PackedDot d = lanes::packed_dot<Q8Rows, 128>();
-  d.tile = lanes::dispatch<Q8Tile, lanes::kHalves, lanes::kMaxA>;
-  return d;
-}();
+constexpr PackedDot kPackedQ8_0 = lanes::packed_dot<Q8Rows, 128>();
 
 #endif  // STRATA_CPU_AVX512
 
