@@ -328,8 +328,7 @@ void short_f16_tile(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, s
 
 #if defined(STRATA_DOT_FLOAT_512)
 /// Each tile output's 16 lanes summed as simd::hsum16 sums them, four registers at a time: half
-/// the instructions of separate sums (short rows, such as attention scores, are dominated by
-/// them, and a bf16 tile's 24 separate sums cost a tenth of its vdpbf16ps at k = 2048).
+/// the instructions of separate sums, which matters where rows are short (attention scores).
 template <int NW, int NA, class Lanes>
 [[gnu::always_inline]] inline void store_lane_sums(Lanes lanes, float* out, int64_t ldo_w,
                                                    int64_t ldo_a) {
