@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -228,21 +229,25 @@ INSTANTIATE_TEST_SUITE_P(Types, FloatDotOrder,
 
 // Decode's attention multiplies by V through a transposed view; mul_mat walks such a matrix in
 // address order (dot_transposed.cpp) rather than gathering it, and must give exactly the bits of
-// the dense rows: every float type, row counts with and without a vector tail, 1-4 activation
+// the dense rows: every float type, row counts with and without a vector tail, cell counts
+// within one chunk of the walk and over several (528: two chunks and a part), 1-4 activation
 // rows (the decode sizes), broadcast batches, on 1 and 2 threads.
 TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
   for (const Type t : {Type::kF32, Type::kF16, Type::kBF16}) {
-    for (const int64_t k : {32, 160, 176}) {
+    for (const int64_t k : {32, 176, 528}) {
       for (const int64_t m : {8, 12, 24, 44, 64}) {
-        // One or two V heads under 6 query heads each: one row per head takes several heads
-        // per walk (4, then 2), split between threads when there are fewer V heads.
-        for (const auto& [n, v_heads] :
-             {std::pair<int64_t, int64_t>{1, 1}, {1, 2}, {2, 2}, {4, 1}}) {
+        // One or two V heads under 6 or 11 query heads each: one row per head takes several
+        // heads per walk (up to 8), split between threads when there are fewer V heads.
+        for (const auto& [n, v_heads, per_head] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 6},
+                                                   {1, 2, 6},
+                                                   {1, 1, 11},
+                                                   {2, 2, 6},
+                                                   {4, 1, 6}}) {
           test::Case c;
           c.name = "transposed";
           c.build = [=](core::Context& ctx, test::Inputs&) {
             core::Tensor* stored = ctx.new_tensor(t, {m, k, v_heads, 1});  // V: [hd, cells]
-            core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, 6 * v_heads, 1});
+            core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, per_head * v_heads, 1});
             core::Tensor* wt = core::transpose(ctx, stored);
             return std::vector<core::Tensor*>{core::mul_mat(ctx, wt, x),
                                               core::mul_mat(ctx, core::cont(ctx, wt), x)};
@@ -252,7 +257,7 @@ TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
             ASSERT_EQ(o.values.size(), 2u);
             EXPECT_TRUE(o.values[0] == o.values[1])
                 << core::type_name(t) << " k=" << k << " m=" << m << " n=" << n
-                << " threads=" << threads;
+                << " per_head=" << per_head << " threads=" << threads;
           }
         }
       }

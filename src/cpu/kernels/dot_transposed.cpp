@@ -26,31 +26,41 @@ __m512 load16(core::Type type, const uint8_t* p) {
 }
 
 // Up to four blocks of 16 outputs (64 of them: a 128-byte f16 row of the cache) for up to four
-// activation rows. Lane l of every output takes cells l, l + 16, l + 32, ... in that order, so
-// one pass per lane walks down the cells 16 at a stride with every accumulator in a register:
-// each cache line of the rows is read once per pass, and per cell one load (and convert) per
-// block feeds every activation row. (Walking each output's 16 lanes as registers instead reads
-// the rows once per activation row and per block, half a line at a time.) lanes[(r * 16 + l)
-// * m + d] receives lane l of output d for activation r; the caller sums the lanes.
+// activation rows, over the cells of one chunk. Lane l of every output takes cells l, l + 16,
+// l + 32, ... in that order, so one pass per lane walks down the chunk 16 cells at a stride
+// with every accumulator in a register, and per cell one load (and convert) per block feeds
+// every activation row. (Walking each output's 16 lanes as registers instead reads the rows
+// once per activation row and per block, half a line at a time.) lanes[(r * 16 + l) * m + d]
+// holds lane l of output d for activation r between chunks; the caller sums the lanes.
+//
+// A pass strides 16 cells (a page or more of the cache apart), which hardware prefetchers do
+// not follow, and sixteen passes over the whole cache would each ask memory for a sixteenth of
+// its lines. Chunks keep the passes within a few dozen KiB that stay cached, and while the
+// first activation rows walk a chunk, they ask for the same cells of the next one.
 constexpr int kBlocks = 4;
-constexpr size_t kAhead = 8;  ///< steps of a pass between a prefetch and its read
+constexpr int kWalkRows = 4;
+constexpr int64_t kChunkCells = 256;
 
 template <int NB, int NR>
-void walk_lanes(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t* w,
-                size_t col_stride, const float* acts, float* lanes) {
+void walk_lanes(core::Type type, int64_t j0, int64_t j1, int64_t m, int64_t d0, const uint8_t* w,
+                size_t col_stride, const float* acts, int64_t k, bool resume, bool prefetch,
+                float* lanes) {
   const size_t es = core::type_size(type);
   const uint8_t* base = w + static_cast<size_t>(d0) * es;
+  const size_t ahead = static_cast<size_t>(kChunkCells) * col_stride;
   for (int l = 0; l < kLanes; ++l) {
     __m512 acc[NB][NR];
     for (int b = 0; b < NB; ++b) {
-      for (int r = 0; r < NR; ++r) acc[b][r] = _mm512_setzero_ps();
+      for (int r = 0; r < NR; ++r) {
+        acc[b][r] = resume ? _mm512_loadu_ps(lanes + (r * kLanes + l) * m + d0 + kLanes * b)
+                           : _mm512_setzero_ps();
+      }
     }
-    for (int64_t j = l; j < k; j += kLanes) {
+    for (int64_t j = j0 + l; j < j1; j += kLanes) {
       const uint8_t* row = base + static_cast<size_t>(j) * col_stride;
-      // A pass strides kLanes cells (a page or more of the cache apart), which hardware
-      // prefetchers do not follow: ask for the cells kAhead steps on.
-      const uint8_t* later = row + kAhead * kLanes * col_stride;
-      for (size_t b = 0; b < NB * kLanes * es; b += 64) simd::prefetch_stream(later + b);
+      if (prefetch) {
+        for (size_t b = 0; b < NB * kLanes * es; b += 64) simd::prefetch_stream(row + ahead + b);
+      }
       __m512 v[NB];
       for (int b = 0; b < NB; ++b) v[b] = load16(type, row + static_cast<size_t>(kLanes * b) * es);
       for (int r = 0; r < NR; ++r) {
@@ -68,19 +78,22 @@ void walk_lanes(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t
 
 /// walk_lanes<nb, nr> for the run-time nb <= NB and nr <= NR.
 template <int NB, int NR>
-void walk_lanes_dispatch(core::Type type, int64_t k, int64_t m, int64_t d0, const uint8_t* w,
-                         size_t col_stride, const float* acts, int nb, int nr, float* lanes) {
+void walk_lanes_dispatch(core::Type type, int64_t j0, int64_t j1, int64_t m, int64_t d0,
+                         const uint8_t* w, size_t col_stride, const float* acts, int64_t k,
+                         bool resume, bool prefetch, int nb, int nr, float* lanes) {
   if constexpr (NB > 1) {
     if (nb < NB) {
-      return walk_lanes_dispatch<NB - 1, NR>(type, k, m, d0, w, col_stride, acts, nb, nr, lanes);
+      return walk_lanes_dispatch<NB - 1, NR>(type, j0, j1, m, d0, w, col_stride, acts, k, resume,
+                                             prefetch, nb, nr, lanes);
     }
   }
   if constexpr (NR > 1) {
     if (nr < NR) {
-      return walk_lanes_dispatch<NB, NR - 1>(type, k, m, d0, w, col_stride, acts, nb, nr, lanes);
+      return walk_lanes_dispatch<NB, NR - 1>(type, j0, j1, m, d0, w, col_stride, acts, k, resume,
+                                             prefetch, nb, nr, lanes);
     }
   }
-  walk_lanes<NB, NR>(type, k, m, d0, w, col_stride, acts, lanes);
+  walk_lanes<NB, NR>(type, j0, j1, m, d0, w, col_stride, acts, k, resume, prefetch, lanes);
 }
 #elif defined(STRATA_CPU_AVX2)
 inline __m256 load8(core::Type type, const uint8_t* p) {
@@ -156,8 +169,14 @@ void dot_transposed_rows(core::Type type, int64_t k, int64_t m, const uint8_t* w
   vec_m = m / kLanes * kLanes;
   for (int64_t d = 0; d < vec_m; d += kBlocks * kLanes) {
     const int blocks = static_cast<int>(std::min<int64_t>(kBlocks, (vec_m - d) / kLanes));
-    walk_lanes_dispatch<kBlocks, kTransposedMaxRows>(type, k, m, d, w, col_stride, acts, blocks,
-                                                     n_act, lanes);
+    for (int64_t j0 = 0; j0 < k; j0 += kChunkCells) {
+      const int64_t j1 = std::min(k, j0 + kChunkCells);
+      for (int r0 = 0; r0 < n_act; r0 += kWalkRows) {
+        walk_lanes_dispatch<kBlocks, kWalkRows>(
+            type, j0, j1, m, d, w, col_stride, acts + r0 * k, k, j0 > 0, r0 == 0, blocks,
+            std::min(kWalkRows, n_act - r0), lanes + r0 * kLanes * m);
+      }
+    }
   }
   for (int r = 0; r < n_act; ++r) {
     const float* own = lanes + r * kLanes * m;

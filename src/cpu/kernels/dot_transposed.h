@@ -14,7 +14,7 @@ namespace strata::cpu::STRATA_KERNEL_NS {
 bool dot_transposed_supported(core::Type type, int64_t k);
 
 /// Activation rows one call takes at most: they share each walk down the columns.
-inline constexpr int kTransposedMaxRows = 4;
+inline constexpr int kTransposedMaxRows = 8;
 
 /// Floats of scratch dot_transposed_rows needs for m rows of k elements.
 size_t dot_transposed_scratch(int64_t k, int64_t m);

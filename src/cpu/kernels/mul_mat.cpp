@@ -265,13 +265,18 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const size_t x_row = x.nb[fold ? 2 : 1];
   const size_t w_row = core::row_size(w.type, k);
 
+  // Where the batches lie side by side within each weight row (attention's K heads in one
+  // cache row), a thread takes whole rows: every batch of a range of rows before the next
+  // range, so memory sees the rows read densely instead of a head's share of each.
+  const bool batches_inner = w.nb[2] < w.nb[1] && ch.batches > 1;
   for (int64_t c = chunks.begin; c < chunks.end; ++c) {
-    const int64_t batch = c / per_batch;
+    const int64_t batch = batches_inner ? c % ch.batches : c / per_batch;
+    const int64_t within = batches_inner ? c / ch.batches : c % per_batch;
     // The batch of the chunk's first activation row (with fold, rows run over batches).
     const int64_t i2 = batch % batch_dim * (fold ? r2 : 1);
     const int64_t i3 = batch / batch_dim;
-    const int64_t m0 = (c % per_batch) / ch.count_n * ch.size_m;
-    const int64_t n0 = (c % per_batch) % ch.count_n * ch.size_n;
+    const int64_t m0 = within / ch.count_n * ch.size_m;
+    const int64_t n0 = within % ch.count_n * ch.size_n;
     const int64_t m1 = std::min(dst.ne[0], m0 + ch.size_m);
     const int64_t n1 = std::min(rows, n0 + ch.size_n);
     const uint8_t* w_batch = w.row_ptr(0, i2 / r2, i3 / r3);
