@@ -26,4 +26,9 @@ const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_k(core::Type weight_type, int64_t k);
 const PackedDot* packed_dot_f16(core::Type weight_type, int64_t k);  // in dot_float.cpp
 
+/// packed_dot_f16's activations with a tile for many short weight rows (k <= 256) against up
+/// to 8 activation rows, 16 weight rows at a time, with the same bits: decode's attention
+/// scores under grouped-query attention. Null where packed_dot_f16 is or k does not fit.
+const PackedDot* packed_dot_f16_cells(core::Type weight_type, int64_t k);
+
 }  // namespace strata::cpu::STRATA_KERNEL_NS

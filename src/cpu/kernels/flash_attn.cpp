@@ -23,6 +23,7 @@
 #include "core/blocks.h"
 #include "cpu/kernels/convert.h"
 #include "cpu/kernels/dot.h"
+#include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
@@ -41,6 +42,11 @@ constexpr int64_t kBlock = 32;
 // How the (token, head) rows are grouped into items, and each thread's scratch layout.
 struct Plan {
   const DotKernels* dk = nullptr;
+  /// F16 keys: the kernel for many short rows (dot_cells_f16.cpp), whose queries are rounded to
+  /// f16 once and held as f32: the same scores as dk's tile, 32 cells at a time.
+  const PackedDot* cells = nullptr;
+  DotTileFn tile = nullptr;
+  int max_w = 1, max_a = 1;
   int64_t hd = 0, n_tokens = 0, n_head_kv = 0, group = 0;
   int64_t heads_per_item = 1, tokens_per_item = 1;
   size_t q_row = 0;  ///< bytes of one query row in k's dot type
@@ -79,7 +85,15 @@ Plan make_plan(const Tensor& dst, int nth) {
     }
   }
   const auto floats = [](int64_t n) { return align_up(static_cast<size_t>(n) * sizeof(float)); };
-  p.q_row = core::row_size(p.dk != nullptr ? p.dk->act_type : Type::kF32, p.hd);
+  if (p.dk != nullptr) {
+    p.cells = packed_dot_f16_cells(k.type, p.hd);
+    p.tile = p.cells != nullptr ? p.cells->tile : p.dk->tile;
+    p.max_w = p.cells != nullptr ? p.cells->max_w : p.dk->max_w;
+    p.max_a = p.cells != nullptr ? p.cells->max_a : p.dk->max_a;
+  }
+  p.q_row = p.cells != nullptr
+                ? p.cells->act_row_bytes(p.hd)
+                : core::row_size(p.dk != nullptr ? p.dk->act_type : Type::kF32, p.hd);
   p.off_qc = p.off_q + floats(p.hd);
   p.off_acc = p.off_qc + align_up(kMaxRows * p.q_row);
   p.off_s = p.off_acc + floats(kMaxRows * p.hd);
@@ -245,7 +259,6 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
   // ggml divides the scale by the cap once and caps the scaled score: tanhf of s * (scale / cap).
   const float softcap = fp.softcap;
   const float scale = softcap != 0.0f ? fp.scale / softcap : fp.scale;
-  const DotKernels& dk = *p.dk;
   const int64_t hd = p.hd, n_kv = k.ne[1];
   float m[kMaxRows];
   double l[kMaxRows];
@@ -257,11 +270,11 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
     // Scores of runs of consecutive cells, tile by tile.
     for (int64_t i = 0; i < n;) {
       int64_t run = 1;
-      while (i + run < n && run < dk.max_w && w.idx[i + run] == w.idx[i] + run) ++run;
-      for (int r = 0; r < rows.n; r += dk.max_a) {
-        dk.tile(hd, k.row_ptr(c0 + w.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
-                w.qc + r * p.q_row, p.q_row, std::min(dk.max_a, rows.n - r), w.s + r * kBlock + i,
-                1, kBlock);
+      while (i + run < n && run < p.max_w && w.idx[i + run] == w.idx[i] + run) ++run;
+      for (int r = 0; r < rows.n; r += p.max_a) {
+        p.tile(hd, k.row_ptr(c0 + w.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
+               w.qc + r * p.q_row, p.q_row, std::min(p.max_a, rows.n - r), w.s + r * kBlock + i, 1,
+               kBlock);
       }
       i += run;
     }
@@ -356,7 +369,11 @@ void flash_attn(const Tensor& dst, const KernelArgs& args) {
     const Rows rows = item_rows(p, item);
     for (int r = 0; r < rows.n; ++r) {
       gather_to_f32(Type::kF32, q.row_ptr(rows.token[r], rows.head[r]), q.nb[0], w.q, p.hd);
-      convert_activations(p.dk->act_type, w.q, w.qc + r * p.q_row, p.hd);
+      if (p.cells != nullptr) {
+        p.cells->pack(w.q, w.qc + r * p.q_row, p.hd);
+      } else {
+        convert_activations(p.dk->act_type, w.q, w.qc + r * p.q_row, p.hd);
+      }
     }
     attend(dst, p, rows, w);
   }

@@ -62,6 +62,11 @@ Plan make_plan(const Tensor& dst) {
   p.by_lanes = p.gather_w && x.ne[1] <= kStreamMaxActRows && w.nb[1] == core::type_size(w.type) &&
                dot_transposed_supported(w.type, k);
   p.packed = p.by_lanes ? nullptr : packed_dot(w.type, k);
+  // Decode's attention scores: a GQA group's query rows against short f16 K rows.
+  const bool fold = x.ne[2] > w.ne[2] && x.ne[1] == 1;
+  if (p.packed != nullptr && fold && !p.gather_w) {
+    if (const PackedDot* cells = packed_dot_f16_cells(w.type, k)) p.packed = cells;
+  }
   if (p.packed != nullptr) {
     p.max_w = p.packed->max_w;
     p.max_a = p.packed->max_a;
