@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <new>
 #include <string>
 
 #include "cpu/kernels/dispatch.h"
+#include "cpu/op_profile.h"
 
 namespace strata::cpu {
 namespace {
@@ -74,16 +76,29 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
   constexpr size_t kNoFailure = std::numeric_limits<size_t>::max();
   std::atomic<size_t> failed_at{kNoFailure};
   std::vector<Status> errors(static_cast<size_t>(pool.size()));
+  OpProfile* profile = active_op_profile();
   pool.run([&](int ith, int nth) {
     const KernelArgs args{ith, nth, scratch.data(), scratch.size(), pool_barrier, &pool};
+    // Only the first thread times the nodes: barrier to barrier is every thread's time on one.
+    OpProfile* timing = ith == 0 ? profile : nullptr;
+    auto since = std::chrono::steady_clock::now();
+    const auto lap = [&](const Tensor& node) {
+      const auto now = std::chrono::steady_clock::now();
+      timing->add(node, std::chrono::duration<double>(now - since).count());
+      since = now;
+    };
     for (size_t i = 0; i < work.size(); ++i) {
       Status s = compute_node(*work[i], args);
       if (!s.ok()) {
         errors[static_cast<size_t>(ith)] = s.with_context(label(*work[i]));
         store_min(failed_at, i);
       }
-      if (i + 1 == work.size()) break;
+      if (i + 1 == work.size()) {
+        if (timing != nullptr) lap(*work[i]);
+        break;
+      }
       args.barrier();
+      if (timing != nullptr) lap(*work[i]);
       if (failed_at.load(std::memory_order_relaxed) <= i) break;
     }
   });

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu/kernel_sets.h"
+#include "cpu/op_profile.h"
 #include "devices/host_device.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -36,6 +37,7 @@ struct BenchOptions {
   int64_t parallel = 1;
   AttentionOptions attention;
   bool json = false;
+  bool profile = false;
   bool help = false;
   LayoutOptions layout;
 };
@@ -54,6 +56,8 @@ void add_flags(FlagSet& f, BenchOptions& o) {
             "sequences the tg test generates at once, one batch a step (1)");
   add_attention_flags(f, o.attention);
   f.add_bool({"--json"}, &o.json, "print one JSON object instead of a table");
+  f.add_bool({"--profile"}, &o.profile,
+             "after each test, the time of its timed runs per kind of graph node (CPU devices)");
   f.add_bool({"-h", "--help"}, &o.help, "show this help");
   add_layout_flags(f, o.layout);
 }
@@ -214,23 +218,27 @@ Status start_at_depth(engine::Session& s, TokenSource& src, int64_t depth) {
   return s.decode(tokens);
 }
 
-Result<Timed> time_prompt(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
+Result<Timed> time_prompt(engine::Session& s, TokenSource& src, int64_t n, int64_t depth,
+                          cpu::OpProfile* profile) {
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   tokens[0] = depth > 0 ? src.next() : src.first();
   for (size_t i = 1; i < tokens.size(); ++i) tokens[i] = src.next();
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
   const engine::WeightStreamingStats w0 = s.weight_stats();
+  const cpu::OpProfileScope scope(profile);
   const auto t0 = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(s.decode(tokens));
   return Timed{seconds_since(t0), kv_since(s, kv0), weights_since(s, w0)};
 }
 
-Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, int64_t depth) {
+Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, int64_t depth,
+                              cpu::OpProfile* profile) {
   STRATA_RETURN_IF_ERROR(start_at_depth(s, src, depth));
   int32_t token = depth > 0 ? src.next() : src.first();
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
   const engine::WeightStreamingStats w0 = s.weight_stats();
+  const cpu::OpProfileScope scope(profile);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) {
     STRATA_RETURN_IF_ERROR(s.decode(std::span(&token, 1)));
@@ -242,7 +250,7 @@ Result<Timed> time_generation(engine::Session& s, TokenSource& src, int64_t n, i
 // n tokens for each of `parallel` sequences, one batch of `parallel` tokens a step, each
 // sequence first filled to `depth`.
 Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int64_t n,
-                                       int64_t depth, int64_t parallel) {
+                                       int64_t depth, int64_t parallel, cpu::OpProfile* profile) {
   s.reset();
   engine::Batch b;
   if (depth > 0) {
@@ -256,6 +264,7 @@ Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int
   }
   const engine::KvPagingStats kv0 = s.kv_paging_stats();
   const engine::WeightStreamingStats w0 = s.weight_stats();
+  const cpu::OpProfileScope scope(profile);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) {
     b.clear();
@@ -271,7 +280,8 @@ Result<Timed> time_parallel_generation(engine::Session& s, TokenSource& src, int
 // One warm-up run (the whole prompt for pp, one token for tg, as llama-bench), then the timed
 // repetitions, each from an empty cache filled to `depth`.
 Result<TestResult> run_test(engine::Session& s, TokenSource& src, int64_t n_prompt, int64_t n_gen,
-                            int64_t depth, int64_t reps, int64_t parallel = 1) {
+                            int64_t depth, int64_t reps, int64_t parallel,
+                            cpu::OpProfile* profile) {
   TestResult r;
   r.n_prompt = n_prompt;
   r.n_gen = n_gen;
@@ -281,9 +291,12 @@ Result<TestResult> run_test(engine::Session& s, TokenSource& src, int64_t n_prom
   if (parallel > 1) r.name += " x" + std::to_string(parallel);
   if (depth > 0) r.name += " @ d" + std::to_string(depth);
   const auto once = [&](bool warm_up) {
-    if (n_prompt > 0) return time_prompt(s, src, n_prompt, depth);
-    if (parallel > 1) return time_parallel_generation(s, src, warm_up ? 1 : n_gen, depth, parallel);
-    return time_generation(s, src, warm_up ? 1 : n_gen, depth);
+    cpu::OpProfile* timed = warm_up ? nullptr : profile;
+    if (n_prompt > 0) return time_prompt(s, src, n_prompt, depth, timed);
+    if (parallel > 1) {
+      return time_parallel_generation(s, src, warm_up ? 1 : n_gen, depth, parallel, timed);
+    }
+    return time_generation(s, src, warm_up ? 1 : n_gen, depth, timed);
   };
   STRATA_RETURN_IF_ERROR(once(true));
   for (int64_t i = 0; i < reps; ++i) {
@@ -587,14 +600,27 @@ int bench_command(const std::vector<std::string>& args) {
   TokenSource src(model->tokenizer());
   const double kv_bytes_per_cell =
       static_cast<double>(session->cache().bytes()) / static_cast<double>(session->n_ctx());
+  // One profile per test, printed after the results.
+  std::vector<std::pair<std::string, std::string>> profiles;
+  const auto profiled = [&](const TestResult& t, const cpu::OpProfile& p) {
+    const bool steps = t.parallel > 1 && t.n_prompt == 0;
+    const double units =
+        static_cast<double>(o.reps) * static_cast<double>(t.n_prompt > 0 ? t.n_prompt : t.n_gen);
+    profiles.emplace_back(t.name, p.report(units, steps ? "step" : "token"));
+  };
   if (o.n_prompt > 0) {
-    auto t = run_test(*session, src, o.n_prompt, 0, o.depth, o.reps);
+    cpu::OpProfile profile;
+    auto t =
+        run_test(*session, src, o.n_prompt, 0, o.depth, o.reps, 1, o.profile ? &profile : nullptr);
     if (!t.ok()) return report_error("bench", t.status());
     t->share = 2.0 * static_cast<double>(r.model.params) * t->avg_ts / r.compute.ops_per_second;
     r.tests.push_back(*t);
+    if (o.profile) profiled(*t, profile);
   }
   if (o.n_gen > 0) {
-    auto t = run_test(*session, src, 0, o.n_gen, o.depth, o.reps, o.parallel);
+    cpu::OpProfile profile;
+    auto t = run_test(*session, src, 0, o.n_gen, o.depth, o.reps, o.parallel,
+                      o.profile ? &profile : nullptr);
     if (!t.ok()) return report_error("bench", t.status());
     // Token i attends to depth + i + 1 cells: depth + (n + 1) / 2 on average over the run. With
     // parallel sequences one step reads the weights once for all of them.
@@ -603,11 +629,18 @@ int bench_command(const std::vector<std::string>& args) {
         kv_bytes_per_cell * (static_cast<double>(o.depth) + static_cast<double>(o.n_gen + 1) / 2.0);
     t->share = t->bytes_per_token * t->avg_ts / r.bandwidth.bytes_per_second;
     r.tests.push_back(*t);
+    if (o.profile) profiled(*t, profile);
   }
   if (o.json) {
     print_json(r);
   } else {
     print_table(r);
+  }
+  // After a JSON object, on stderr, so that stdout stays one object.
+  FILE* out = o.json ? stderr : stdout;
+  for (const auto& [name, table] : profiles) {
+    std::fprintf(out, "\nprofile of %s (wall time of each kind of node on the CPU devices):\n%s",
+                 name.c_str(), table.empty() ? "  no CPU graph ran\n" : table.c_str());
   }
   return 0;
 }

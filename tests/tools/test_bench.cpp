@@ -20,6 +20,7 @@ using strata::testing::have_stories;
 using strata::testing::kStories;
 using strata::testing::Outcome;
 using strata::testing::run;
+using strata::testing::run_with;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -55,6 +56,30 @@ TEST(BenchCli, TablePrintsBothTestsWithPositiveRates) {
   EXPECT_THAT(o.out, HasSubstr("memory read bandwidth: "));
   EXPECT_THAT(o.out, HasSubstr("compute peak: "));
   EXPECT_THAT(o.out, HasSubstr("GFLOP/s f32 fma"));
+}
+
+// --profile: after the table, one profile per test, its lines naming the model's nodes.
+TEST(BenchCli, ProfilePrintsEachTestsNodes) {
+  if (!have_stories()) GTEST_SKIP();
+  const Outcome o = run("bench -m " + kStories + " -p 16 -n 4 -r 1 -t 2 --profile");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  const size_t pp = o.out.find("profile of pp16");
+  const size_t tg = o.out.find("profile of tg4");
+  ASSERT_NE(pp, std::string::npos) << o.out;
+  ASSERT_NE(tg, std::string::npos) << o.out;
+  EXPECT_GT(pp, o.out.find("| model")) << o.out;
+  EXPECT_THAT(o.out.substr(tg), HasSubstr("ms/token"));
+  EXPECT_THAT(o.out.substr(tg), HasSubstr("mul_mat blk.*.ffn_up f32"));
+  EXPECT_THAT(o.out.substr(tg), HasSubstr("total"));
+  // With --json the profile goes to stderr: stdout stays one object.
+  const std::string args = "bench -m " + kStories + " -p 0 -n 4 -r 1 -t 2 --json --profile";
+  const Outcome both = run(args);
+  ASSERT_EQ(both.exit_code, 0) << both.out;
+  EXPECT_THAT(both.out, HasSubstr("profile of tg4"));
+  const Outcome json = run_with("", args, "2>/dev/null");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  EXPECT_THAT(json.out, Not(HasSubstr("profile of")));
+  EXPECT_EQ(json.out.find('{'), 0u) << json.out;
 }
 
 TEST(BenchCli, JsonHasEveryFieldAndPositiveRates) {
