@@ -134,6 +134,27 @@ void exp_block(float* p, int64_t n, float max) {
 // multiply-add per element and cell either way; the scalar tail rounds the product first).
 void accumulate(float* acc, const float* p, const float* const* v, int64_t n, int64_t hd) {
   int64_t e = 0;
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  // 64 elements (a head of 64) per pass in four 512-bit registers: half the instructions of
+  // the 256-bit loop below, the same multiply-add per element and cell.
+  for (; e + 64 <= hd; e += 64) {
+    __m512 a0 = _mm512_loadu_ps(acc + e), a1 = _mm512_loadu_ps(acc + e + 16);
+    __m512 a2 = _mm512_loadu_ps(acc + e + 32), a3 = _mm512_loadu_ps(acc + e + 48);
+    for (int64_t i = 0; i < n; ++i) {
+      if (p[i] == 0.0f) continue;
+      const __m512 vp = _mm512_set1_ps(p[i]);
+      const float* vi = v[i] + e;
+      a0 = _mm512_fmadd_ps(vp, _mm512_loadu_ps(vi), a0);
+      a1 = _mm512_fmadd_ps(vp, _mm512_loadu_ps(vi + 16), a1);
+      a2 = _mm512_fmadd_ps(vp, _mm512_loadu_ps(vi + 32), a2);
+      a3 = _mm512_fmadd_ps(vp, _mm512_loadu_ps(vi + 48), a3);
+    }
+    _mm512_storeu_ps(acc + e, a0);
+    _mm512_storeu_ps(acc + e + 16, a1);
+    _mm512_storeu_ps(acc + e + 32, a2);
+    _mm512_storeu_ps(acc + e + 48, a3);
+  }
+#endif
 #if defined(STRATA_CPU_AVX2)
   for (; e + 32 <= hd; e += 32) {
     __m256 a0 = _mm256_loadu_ps(acc + e), a1 = _mm256_loadu_ps(acc + e + 8);
