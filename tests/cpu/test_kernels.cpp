@@ -86,6 +86,30 @@ TEST(VectorExp, WithinTwoAndAHalfUlpOverTheUsefulRange) {
   EXPECT_EQ(y[7], 1.0f);
 }
 
+// Softmax takes 16 lanes at a time where the set has AVX-512: every lane must round as the
+// 8-lane exp rounds it, specials included.
+TEST(VectorExp, SixteenLanesGiveTheBitsOfEight) {
+  const auto exp8 = kernel_set().vector_exp8;
+  const auto exp16 = kernel_set().vector_exp16;
+  if (exp8 == nullptr || exp16 == nullptr) GTEST_SKIP() << kernel_set().name;
+  std::vector<float> x;
+  for (float v = -105.0f; v < 90.0f; v += 0.000731f) x.push_back(v);
+  for (float v : {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, 1e-45f, -1e-45f, 88.72f, -87.33f, 192.5f,
+                  -192.5f, 1e30f, -1e30f})
+    x.push_back(v);
+  while (x.size() % 16 != 0) x.push_back(0.25f);
+  for (size_t i = 0; i < x.size(); i += 16) {
+    float a[16], b[16];
+    exp16(x.data() + i, a);
+    exp8(x.data() + i, b);
+    exp8(x.data() + i + 8, b + 8);
+    for (int j = 0; j < 16; ++j) {
+      ASSERT_TRUE(std::memcmp(&a[j], &b[j], 4) == 0 || (std::isnan(a[j]) && std::isnan(b[j])))
+          << x[i + j] << ": " << a[j] << " vs " << b[j];
+    }
+  }
+}
+
 // Every output of a tile equals the 1x1 tile of the same two rows, bit for bit.
 TEST(DotTile, OutputsDoNotDependOnTileShape) {
   for (uint32_t id = 0; id < 64; ++id) {

@@ -26,6 +26,15 @@ constexpr void (*kVectorExp8)(const float*, float*) = nullptr;
 constexpr bool kLlamaOrder = false;
 #endif
 
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+void vector_exp16(const float* x, float* y) {
+  _mm512_storeu_ps(y, simd::exp(_mm512_loadu_ps(x)));
+}
+constexpr void (*kVectorExp16)(const float*, float*) = vector_exp16;
+#else
+constexpr void (*kVectorExp16)(const float*, float*) = nullptr;
+#endif
+
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__) && defined(__AVX512BF16__)
 constexpr bool kBf16Pairs = true;
 #else
@@ -51,6 +60,7 @@ const KernelSet kKernelSet = {
     bf16_to_f32,
     f32_to_bf16,
     kVectorExp8,
+    kVectorExp16,
     kBf16Pairs,
     kLlamaOrder,
 };

@@ -83,6 +83,8 @@ struct KernelSet {
   void (*f32_to_bf16)(const float* src, core::BFloat16* dst, int64_t n);
   /// e^x for 8 floats with the set's vector exp (simd::exp); nullptr where it has none.
   void (*vector_exp8)(const float* x, float* y);
+  /// The same e^x for 16 floats in 512-bit registers; nullptr without AVX-512.
+  void (*vector_exp16)(const float* x, float* y);
   /// Whether bf16 dot products take AVX-512 BF16 pairs, which round in another order
   /// (dot_float.cpp).
   bool bf16_pairs;

@@ -174,6 +174,43 @@ inline __m256 exp(__m256 x) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
+#if defined(__AVX512F__)
+/// exp(__m256) on 16 lanes: the same operations lane by lane, so the same bits.
+inline __m512 exp(__m512 x) {
+  // Zero-masked forms where GCC 12 flags the unmasked ones as maybe-uninitialized.
+  const __m512 shifter = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shifter);
+  const __m512 n = _mm512_sub_ps(z, shifter);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 hi = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), u,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
+  const __m512 j = _mm512_fmadd_ps(
+      hi, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 nc = _mm512_maskz_min_ps(
+      0xffff, _mm512_maskz_max_ps(0xffff, n, _mm512_set1_ps(-192.0f)), _mm512_set1_ps(192.0f));
+  // Rounded to nearest even like the 256-bit cvtps (the default rounding mode).
+  const __m512i ni =
+      _mm512_maskz_cvt_roundps_epi32(0xffff, nc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i n1 = _mm512_maskz_srai_epi32(0xffff, ni, 1);
+  const __m512i n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  const __m512 s1 =
+      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(n1, bias), 23));
+  const __m512 s2 =
+      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(n2, bias), 23));
+  __m512 y = _mm512_mul_ps(_mm512_mul_ps(j, s1), s2);
+  const __m512 abs_n = _mm512_abs_ps(n);
+  const __mmask16 far = _mm512_cmp_ps_mask(abs_n, _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  const __mmask16 low = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_LE_OQ);
+  const __m512 big = _mm512_mask_blend_ps(low, _mm512_set1_ps(INFINITY), _mm512_setzero_ps());
+  y = _mm512_mask_blend_ps(far, y, big);
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+#endif
+
 #endif  // STRATA_CPU_AVX2
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS::simd

@@ -30,6 +30,21 @@ double exp_row(float* y, int64_t n, float max) {
 #if defined(STRATA_CPU_AVX2)
   const __m256 vmax = _mm256_set1_ps(max);
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
+#if defined(__AVX512F__)
+  // The same chunks through the same exponential, 16 lanes at once.
+  const __m512 vmax16 = _mm512_set1_ps(max);
+  for (; i + 16 <= n; i += 16) {
+    float* p = y + i;
+    const __m512 x = _mm512_loadu_ps(p);
+    if (_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ) == 0xffff) {
+      std::memset(p, 0, 16 * sizeof(float));
+      continue;
+    }
+    const __m512 e = simd::exp(_mm512_sub_ps(x, vmax16));
+    _mm512_storeu_ps(p, e);
+    sum += static_cast<double>(simd::hsum16(e));
+  }
+#endif
   for (; i + 16 <= n; i += 16) {
     float* p = y + i;
     // A chunk of masked cells only (the causal future of a prompt row) is all zeros and adds
