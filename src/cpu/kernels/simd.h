@@ -191,9 +191,8 @@ inline __m512 exp(__m512 x) {
       hi, u, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
   const __m512 nc = _mm512_maskz_min_ps(
       0xffff, _mm512_maskz_max_ps(0xffff, n, _mm512_set1_ps(-192.0f)), _mm512_set1_ps(192.0f));
-  // Rounded to nearest even like the 256-bit cvtps (the default rounding mode).
-  const __m512i ni =
-      _mm512_maskz_cvt_roundps_epi32(0xffff, nc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // In the current rounding mode (nearest even), as the 256-bit cvtps rounds.
+  const __m512i ni = _mm512_maskz_cvtps_epi32(0xffff, nc);
   const __m512i n1 = _mm512_maskz_srai_epi32(0xffff, ni, 1);
   const __m512i n2 = _mm512_sub_epi32(ni, n1);
   const __m512i bias = _mm512_set1_epi32(127);
