@@ -32,6 +32,12 @@ using core::Type;
 // simd::prefetch_tile_ahead).
 constexpr int64_t kStreamMaxActRows = 4;
 
+// Decode under grouped-query attention: one query row per head, several heads per weight batch,
+// taken as the activation rows of one batch (see mul_mat).
+bool folds_heads(const Tensor& w, const Tensor& x) {
+  return x.ne[2] > w.ne[2] && x.ne[1] == 1;
+}
+
 struct Plan {
   const DotKernels* dk = nullptr;
   const PackedDot* packed = nullptr;  ///< when set, activations are packed and its tile used
@@ -63,8 +69,7 @@ Plan make_plan(const Tensor& dst) {
                dot_transposed_supported(w.type, k);
   p.packed = p.by_lanes ? nullptr : packed_dot(w.type, k);
   // Decode's attention scores: a GQA group's query rows against short f16 K rows.
-  const bool fold = x.ne[2] > w.ne[2] && x.ne[1] == 1;
-  if (p.packed != nullptr && fold && !p.gather_w) {
+  if (p.packed != nullptr && folds_heads(w, x) && !p.gather_w) {
     if (const PackedDot* cells = packed_dot_f16_cells(w.type, k)) p.packed = cells;
   }
   if (p.packed != nullptr) {
@@ -198,7 +203,7 @@ void mul_mat_by_lanes(const Tensor& dst, const Plan& p, const uint8_t* act, floa
   const Tensor& x = *dst.src[1];
   const int64_t r2 = x.ne[2] / w.ne[2];
   const int64_t r3 = x.ne[3] / w.ne[3];
-  const bool fold = r2 > 1 && x.ne[1] == 1;
+  const bool fold = folds_heads(w, x);
   const int64_t groups = fold ? w.ne[2] * x.ne[3] : x.nrows();
   const int64_t pieces = fold ? std::min<int64_t>(r2, (args.nth + groups - 1) / groups) : 1;
   const int64_t ldo = static_cast<int64_t>(dst.nb[0] / sizeof(float));
@@ -259,7 +264,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   // Decode under grouped-query attention: one query row per head, r2 heads reading each K
   // head. Taken as the activation rows of one weight batch, they share every pass over its
   // rows instead of each reading the head on its own. Every output is still one dot product.
-  const bool fold = r2 > 1 && x.ne[1] == 1;
+  const bool fold = folds_heads(w, x);
   const int64_t rows = fold ? r2 : dst.ne[1];
   const int64_t batch_dim = fold ? w.ne[2] : dst.ne[2];
   const Chunking ch = make_chunking(dst.ne[0], rows, batch_dim * dst.ne[3], p, args.nth);
