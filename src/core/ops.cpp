@@ -167,8 +167,14 @@ Tensor* get_rows(Context& ctx, Tensor* table, Tensor* ids) {
 
 Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b) {
   if (!valid(a) || !valid(b)) return fail(ctx, Op::kMulMat, "null argument");
-  if (!is_computable(a->type) || a->type == Type::kI32) {
+  const int64_t group = interleaved_rows(a->type);
+  if ((!is_computable(a->type) && group == 1) || a->type == Type::kI32) {
     return fail(ctx, Op::kMulMat, "unsupported weight type " + describe(*a));
+  }
+  if (group > 1 && (a->ne[1] % group != 0 || !a->is_contiguous())) {
+    return fail(ctx, Op::kMulMat,
+                "interleaved weights must be dense whole groups of " + std::to_string(group) +
+                    " rows: " + describe(*a));
   }
   if (b->type != Type::kF32)
     return fail(ctx, Op::kMulMat, "activations must be f32, got " + describe(*b));

@@ -72,7 +72,13 @@ constexpr std::array kTable = {
     Entry{T::kI64, {"i64", 1, 8, false, nullptr, nullptr, T::kF32}},
     Entry{T::kF64, {"f64", 1, 8, false, nullptr, nullptr, T::kF32}},
     Entry{T::kBF16, {"bf16", 1, 2, false, bf16_to_float_row, bf16_from_float_row, T::kBF16}},
+    // Rows are not addressable one by one, so there is no row conversion.
+    Entry{T::kQ4_0x16, {"q4_0x16", 32, 18, true, nullptr, nullptr, T::kQ8_0}},
 };
+
+constexpr bool is_gguf(Type t) {
+  return t != T::kQ4_0x16;
+}
 
 constexpr size_t table_type_size(Type t) {
   for (const auto& e : kTable) {
@@ -92,12 +98,13 @@ static_assert(table_type_size(T::kQ4_K) == sizeof(BlockQ4_K));
 static_assert(table_type_size(T::kQ5_K) == sizeof(BlockQ5_K));
 static_assert(table_type_size(T::kQ6_K) == sizeof(BlockQ6_K));
 static_assert(table_type_size(T::kQ8_K) == sizeof(BlockQ8_K));
+static_assert(table_type_size(T::kQ4_0x16) == sizeof(BlockQ4_0));
 
 }  // namespace
 
 std::optional<Type> type_from_id(uint32_t id) {
   for (const auto& e : kTable) {
-    if (static_cast<uint32_t>(e.type) == id) return e.type;
+    if (static_cast<uint32_t>(e.type) == id && is_gguf(e.type)) return e.type;
   }
   return std::nullopt;
 }
@@ -111,9 +118,13 @@ const TypeTraits& traits(Type t) {
   return kInvalid;
 }
 
+int64_t interleaved_rows(Type t) {
+  return t == T::kQ4_0x16 ? 16 : 1;
+}
+
 std::optional<Type> type_from_name(std::string_view name) {
   for (const auto& e : kTable) {
-    if (e.traits.name == name) return e.type;
+    if (e.traits.name == name && is_gguf(e.type)) return e.type;
   }
   return std::nullopt;
 }

@@ -31,6 +31,9 @@ enum class Type : uint32_t {
   kI64 = 27,
   kF64 = 28,
   kBF16 = 30,
+  /// Not a GGUF type: q4_0 rows regrouped sixteen at a time at load (core/quants/interleave.h),
+  /// the layout the AVX-512 kernels read without transposing. Only mul_mat takes it.
+  kQ4_0x16 = 1002,
 };
 
 /// Converts `n` elements (a multiple of the block size) of a row to float.
@@ -52,7 +55,8 @@ struct TypeTraits {
   Type dot_type;
 };
 
-/// Traits of a known type id; nullopt for ids that are not GGUF types (or removed ones).
+/// Traits of a known type id; nullopt for ids that are not GGUF types (or removed ones, or
+/// strata's own load-time layouts).
 std::optional<Type> type_from_id(uint32_t id);
 const TypeTraits& traits(Type t);
 inline std::string_view type_name(Type t) {
@@ -79,7 +83,10 @@ inline size_t row_size(Type t, int64_t n) {
 inline bool is_computable(Type t) {
   return traits(t).to_float != nullptr;
 }
-/// Type by its lower-case name ("q8_0", "f16"); nullopt when unknown.
+/// Rows per group of a type whose rows are interleaved in groups (the group's rows share its
+/// bytes, so only whole groups can be addressed); 1 for every GGUF type.
+int64_t interleaved_rows(Type t);
+/// Type by its lower-case name ("q8_0", "f16"); nullopt when unknown or not a GGUF type.
 std::optional<Type> type_from_name(std::string_view name);
 
 }  // namespace strata::core

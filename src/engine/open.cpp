@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "cpu/weight_forms.h"
 #include "devices/host_device.h"
 #include "devices/registry.h"
 #include "engine/session_checks.h"
@@ -208,7 +209,14 @@ Result<OpenedModel> open_checked(const std::string& path, const OpenParams& aske
   model::StreamOptions stream;
   stream.enabled = params.stream_weights || params.stream_slots > 0;
   stream.slots = params.stream_slots;
-  auto m = model::Model::load(path, weight_placement(out.layout, devices::host_device()), stream);
+  // The host's copy of the weights in the layout its kernels read fastest.
+  model::HostForm form;
+  if (params.repack) {
+    form.type = cpu::host_weight_type;
+    form.convert = cpu::convert_weight_rows;
+  }
+  auto m =
+      model::Model::load(path, weight_placement(out.layout, devices::host_device()), stream, form);
   if (!m.ok()) return m.status();
   out.model = std::move(m).value();
   return out;

@@ -49,6 +49,9 @@ struct OpenParams {
   /// Layers on a device whose budget cannot hold their weights stream them from the model
   /// file instead of failing (see model::WeightStream); implies paged.
   bool stream_weights = false;
+  /// The host's own copy of the weights (the huge-page copy) takes the layout its kernels read
+  /// fastest (cpu/weight_forms.h); false keeps the file's layout.
+  bool repack = true;
   /// Weight slots per streaming device (0: chosen from its budget). Set, a device's layers
   /// stream even when they would fit.
   int stream_slots = 0;

@@ -9,15 +9,16 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path,
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path,
                                            const WeightPlacement& placement,
-                                           const StreamOptions& stream) {
+                                           const StreamOptions& stream, const HostForm& form) {
   // Whatever was loaded is released as the failed load unwinds.
   return out_of_memory_as_error("loading the model",
-                                [&] { return load_unguarded(path, placement, stream); });
+                                [&] { return load_unguarded(path, placement, stream, form); });
 }
 
 Result<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
                                                      const WeightPlacement& placement,
-                                                     const StreamOptions& stream) {
+                                                     const StreamOptions& stream,
+                                                     const HostForm& form) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
   auto hp = read_hparams(*file);
@@ -36,7 +37,7 @@ Result<std::unique_ptr<Model>> Model::load_unguarded(const std::string& path,
   const Architecture* arch = find_architecture(hp->arch);
   std::unique_ptr<Model> m(
       new Model(std::move(file).value(), *arch, std::move(hp).value(), std::move(tok).value()));
-  auto weights = load_weights(m->file_, m->hparams_, placement, stream);
+  auto weights = load_weights(m->file_, m->hparams_, placement, stream, form);
   if (!weights.ok()) return weights.status();
   m->weights_ = std::move(weights).value();
   return m;

@@ -20,11 +20,13 @@ class Model {
   /// the file mapping is used in place).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              memory::BufferType& weights_type);
-  /// Same, with each layer's weights placed where `placement` says (see WeightPlacement), and
-  /// layers their device cannot hold streamed as `stream` says (see WeightStream).
+  /// Same, with each layer's weights placed where `placement` says (see WeightPlacement),
+  /// layers their device cannot hold streamed as `stream` says (see WeightStream), and the
+  /// host's own copy in `form` (see HostForm).
   static Result<std::unique_ptr<Model>> load(const std::string& path,
                                              const WeightPlacement& placement,
-                                             const StreamOptions& stream = {});
+                                             const StreamOptions& stream = {},
+                                             const HostForm& form = {});
 
   const gguf::File& file() const { return file_; }
   const Architecture& arch() const { return *arch_; }
@@ -51,7 +53,8 @@ class Model {
  private:
   static Result<std::unique_ptr<Model>> load_unguarded(const std::string& path,
                                                        const WeightPlacement& placement,
-                                                       const StreamOptions& stream);
+                                                       const StreamOptions& stream,
+                                                       const HostForm& form);
   Model(gguf::File file, const Architecture& arch, Hparams hp, Tokenizer tok)
       : file_(std::move(file)), arch_(&arch), hparams_(std::move(hp)), tokenizer_(std::move(tok)) {}
 

@@ -88,6 +88,9 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
   f.add_bool({"--stream-weights"}, &o.stream_weights,
              "layers on a device whose budget cannot hold their weights read them from the "
              "model file as they run, through a few slots (implies --paged)");
+  f.add_bool({"--no-repack"}, &o.no_repack,
+             "keep the file's layout in the host's copy of the weights (default: q4_0 matrices "
+             "are regrouped into the layout the AVX-512 kernels read fastest)");
   f.add_int({"--stream-slots"}, &o.stream_slots,
             "weight streaming: layer slots per device (default: what half of the budget left "
             "holds); set, the device's layers stream even when they fit");
@@ -160,6 +163,7 @@ Result<engine::OpenParams> parse_layout_options(const LayoutOptions& o) {
   p.paged = o.paged;
   p.kv_paging = *kv_paging;
   p.stream_weights = o.stream_weights;
+  p.repack = !o.no_repack;
   if (o.stream_slots < 0 || o.stream_slots > 4096)
     return invalid("--stream-slots must be in [0, 4096]");
   p.stream_slots = static_cast<int>(o.stream_slots);

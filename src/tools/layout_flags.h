@@ -26,6 +26,7 @@ struct LayoutOptions {
   std::string kv_resident;       ///< KV paging: resident KV per device, "256M" or "25%"
   std::string kv_home;           ///< KV paging: the home file (host memory when empty)
   bool stream_weights = false;   ///< stream the weights of layers a device cannot hold
+  bool no_repack = false;        ///< keep the file's weight layout in the host's copy
   int64_t stream_slots = 0;      ///< weight slots per streaming device (0: from its budget)
   std::string mem_budget;        ///< host memory budget ("2G"): the host as a budgeted device
   std::string prefill = "auto";  ///< token, banded or auto

@@ -34,7 +34,8 @@ void fill_leafs(const core::Graph& g, const Inputs& inputs, uint64_t seed) {
       std::memcpy(t.data, it->second.data(), std::min(n, it->second.size()) * sizeof(int32_t));
       continue;
     }
-    if (t.type == core::Type::kI32) continue;
+    // Types without a row conversion (load-time layouts) are the caller's to fill.
+    if (t.type == core::Type::kI32 || core::traits(t.type).from_float == nullptr) continue;
     std::vector<float> values;
     if (auto it = inputs.f32.find(&t); it != inputs.f32.end()) {
       values = it->second;

@@ -30,7 +30,8 @@ struct Inputs {
 
 /// Fills every leaf of a placed graph, in graph order: explicit contents from `inputs`, else
 /// uniform values in [-1, 1) rounded by the leaf type's from_float (so block types hold valid
-/// blocks), else (i32 without contents) zeros. The same seed gives the same bytes.
+/// blocks), else (i32 without contents, types without from_float) zeros. The same seed gives the
+/// same bytes.
 void fill_leafs(const core::Graph& g, const Inputs& inputs, uint64_t seed);
 
 /// The elements of a placed tensor in logical order (i0 fastest), as floats.

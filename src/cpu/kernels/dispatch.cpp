@@ -93,7 +93,9 @@ Status check_mul_mat_id(Checker& c, const Tensor& node) {
   const Tensor& w = c.src(0);
   const Tensor& x = c.src(1);
   const Tensor& ids = c.src(2);
-  return c.need(dot_kernels(w.type) != nullptr, "weight type not supported")
+  return c
+      .need(dot_kernels(w.type) != nullptr && core::interleaved_rows(w.type) == 1,
+            "weight type not supported")
       .need(dense_rows(w) && w.ne[3] == 1, "experts must be [k, m, n_expert, 1] with dense rows")
       .need(is_f32(x) && x.ne[0] == w.ne[0] && x.ne[3] == 1, "activations must be f32 [k, n, n_t]")
       .need(ids.type == Type::kI32 && ids.ne[2] == 1 && ids.ne[3] == 1 && x.ne[2] == ids.ne[1] &&

@@ -1,6 +1,7 @@
 #include "cpu/kernels/dot.h"
 
 #include "cpu/kernels/convert.h"
+#include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/quantize_act.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
@@ -17,6 +18,10 @@ const DotKernels* dot_kernels(core::Type weight_type) {
       return &kDotQ8_0;
     case core::Type::kQ4_0:
       return &kDotQ4_0;
+    case core::Type::kQ4_0x16:
+      // Only the packed path reads regrouped rows (mul_mat takes it whenever it exists); this
+      // entry names the activations' type. Sets without that path cannot compute the type.
+      return packed_dot(weight_type, core::kQK8_0) != nullptr ? &kDotQ4_0 : nullptr;
     case core::Type::kQ5_0:
       return &kDotQ5_0;
     case core::Type::kQ4_1:

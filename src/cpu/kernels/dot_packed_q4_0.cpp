@@ -1,8 +1,11 @@
-// Packed AVX-512 VNNI kernel for q4_0 weights with q8_0 activations: one weight row per int32
+// Packed AVX-512 VNNI kernels for q4_0 weights with q8_0 activations: one weight row per int32
 // lane (dot_lanes_q0.h has the tiles, the panel and the arithmetic, shared with q8_0). This
-// file reads sixteen q4_0 rows: the quants are taken as the nibbles themselves (q + 8), and
-// each packed activation block starts its lanes at -8 * (sum of its activations).
+// file reads sixteen q4_0 rows, either where they lie in GGUF's layout or regrouped at load
+// (q4_0x16, core/quants/interleave.h): the quants are taken as the nibbles themselves
+// (q + 8), and each packed activation block starts its lanes at -8 * (sum of its
+// activations). Both readers give the same bits.
 #include "core/blocks.h"
+#include "core/quants/interleave.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/simd.h"
@@ -88,6 +91,54 @@ class Q4Rows {
 
 constexpr PackedDot kPackedQ4_0 = lanes::packed_dot<Q4Rows, 8>();
 
+/// Sixteen rows regrouped at load: block b is its scales and four registers of quants, which
+/// hold the rows in lanes already. The group is one stream, which the hardware prefetchers
+/// follow: software prefetches 1-16 KiB ahead only slowed it (Zen 4, one core from memory:
+/// 28.8 GB/s without, 20-27 with).
+class Q4Rows16 {
+ public:
+  Q4Rows16(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
+      : group_(reinterpret_cast<const core::BlockQ4_0x16*>(w)) {}
+
+  [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
+    o.dw = scales(b);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i t = quants(b, j);
+      o.u[j] = _mm512_and_si512(t, low4());
+      o.u[4 + j] = _mm512_and_si512(_mm512_srli_epi16(t, 4), low4());
+    }
+  }
+
+  [[gnu::always_inline]] __m512 scales(int64_t b) const {
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].d));
+    return _mm512_maskz_cvtph_ps(0xffff, d);
+  }
+
+  /// Decode's single activation row: two chains of vpdpbusd (low and high nibbles), so the
+  /// block's eight are not one dependency chain.
+  [[gnu::always_inline]] __m512i lone_sums(int64_t b, const lanes::ActBlock& x) const {
+    __m512i low = _mm512_setzero_si512();
+    __m512i high = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      const __m512i t = quants(b, j);
+      low = _mm512_dpbusd_epi32(low, _mm512_and_si512(t, low4()), lanes::broadcast4(x.qs + 4 * j));
+      high = _mm512_dpbusd_epi32(high, _mm512_and_si512(_mm512_srli_epi16(t, 4), low4()),
+                                 lanes::broadcast4(x.qs + 16 + 4 * j));
+    }
+    return _mm512_add_epi32(low, high);
+  }
+
+ private:
+  static __m512i low4() { return _mm512_set1_epi8(0x0f); }
+  [[gnu::always_inline]] __m512i quants(int64_t b, int j) const {
+    return _mm512_loadu_si512(group_[b].qs[j]);
+  }
+
+  const core::BlockQ4_0x16* group_;
+};
+
+constexpr PackedDot kPackedQ4_0x16 = lanes::packed_dot<Q4Rows16, 8>();
+
 #endif  // STRATA_CPU_AVX512
 
 }  // namespace
@@ -97,6 +148,7 @@ const PackedDot* packed_dot_q4_0(core::Type weight_type, int64_t k) {
   if (weight_type == core::Type::kQ4_0 && k % kQK8_0 == 0) {
     return &kPackedQ4_0;
   }
+  if (weight_type == core::Type::kQ4_0x16 && k % kQK8_0 == 0) return &kPackedQ4_0x16;
 #else
   (void)weight_type;
   (void)k;

@@ -51,9 +51,26 @@ struct Group {
   size_t bytes = 0;
 };
 
-// One allocation of `type` holding `tensors`, each written from the file.
+// Writes the file's bytes of `t` into its placement, in `form` where that applies (see HostForm).
+Status write_weight(const gguf::File& file, Weights& w, memory::Buffer& buf, Tensor& t,
+                    const HostForm* form) {
+  const gguf::TensorInfo* info = file.find_tensor(source_name(t, w));
+  const core::Type file_type = t.type;
+  if (form == nullptr || !form->type || &t == w.tok_embd || form->type(t.type, t.ne) == t.type) {
+    return buf.write(t, file.tensor_data(*info), 0, info->size);
+  }
+  // Same bytes per row and block in either type, so the placement is the same too.
+  t.type = form->type(t.type, t.ne);
+  std::vector<uint8_t> converted(info->size);
+  STRATA_RETURN_IF_ERROR(form->convert(file_type, t.type, file.tensor_data(*info), converted.data(),
+                                       t.nrows(), t.ne[0]));
+  return buf.write(t, converted.data(), 0, converted.size());
+}
+
+// One allocation of `type` holding `tensors`, each written from the file (in `form`, when set).
 Status place_resident(const gguf::File& file, Weights& w, memory::BufferType& type,
-                      const std::vector<Tensor*>& tensors, size_t bytes, size_t n_layers) {
+                      const std::vector<Tensor*>& tensors, size_t bytes, size_t n_layers,
+                      const HostForm* form = nullptr) {
   if (tensors.empty()) return {};
   auto buf = type.allocate(bytes);
   if (!buf.ok()) {
@@ -63,9 +80,8 @@ Status place_resident(const gguf::File& file, Weights& w, memory::BufferType& ty
   }
   size_t offset = 0;
   for (Tensor* t : tensors) {
-    const gguf::TensorInfo* info = file.find_tensor(source_name(*t, w));
     STRATA_RETURN_IF_ERROR((*buf)->place_split(*t, offset, tensor_split(*t, w.find(t)->split)));
-    STRATA_RETURN_IF_ERROR((*buf)->write(*t, file.tensor_data(*info), 0, info->size));
+    STRATA_RETURN_IF_ERROR(write_weight(file, w, **buf, *t, form));
     offset += aligned(t->nbytes(), type.alignment());
   }
   w.buffers.push_back(std::move(buf).value());
@@ -152,7 +168,7 @@ Status place_streamed(const gguf::File& file, Weights& w, memory::BufferType& ty
 }
 
 Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& placement,
-                 int64_t n_layer, const StreamOptions& opts) {
+                 int64_t n_layer, const StreamOptions& opts, const HostForm& form) {
   std::unique_ptr<memory::Buffer> mapping;
   std::vector<std::pair<memory::BufferType*, Group>> groups;
   size_t host_bytes = 0;
@@ -194,8 +210,10 @@ Status place_all(const gguf::File& file, Weights& w, const WeightPlacement& plac
     if (type != &memory::huge_page_buffer_type())
       STRATA_RETURN_IF_ERROR(place_streamed(file, w, *type, group, n_layer, opts, &streamed));
     if (!streamed) {
-      STRATA_RETURN_IF_ERROR(
-          place_resident(file, w, *type, group.tensors, group.bytes, group.layers.size()));
+      // The huge-page copy is the host's own: it may take the host kernels' layout.
+      const HostForm* host_form = type == &memory::huge_page_buffer_type() ? &form : nullptr;
+      STRATA_RETURN_IF_ERROR(place_resident(file, w, *type, group.tensors, group.bytes,
+                                            group.layers.size(), host_form));
     }
   }
   return {};
@@ -280,7 +298,7 @@ core::Tensor* WeightLoader::get(const std::string& name, std::array<int64_t, 4> 
 
 Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hparams& hp,
                                               const WeightPlacement& placement,
-                                              const StreamOptions& stream) {
+                                              const StreamOptions& stream, const HostForm& form) {
   const Architecture* arch = find_architecture(hp.arch);
   if (arch == nullptr) {
     return error(ErrorCode::kUnsupported, "model: unknown architecture '" + hp.arch + "'");
@@ -307,7 +325,7 @@ Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hpar
     }
   }
   if (!ld.status().ok()) return ld.status();
-  STRATA_RETURN_IF_ERROR(place_all(file, *w, placement, hp.n_layer, stream));
+  STRATA_RETURN_IF_ERROR(place_all(file, *w, placement, hp.n_layer, stream, form));
   return w;
 }
 

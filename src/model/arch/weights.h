@@ -2,6 +2,7 @@
 // may be split across devices (declared by the architecture, used by tensor parallelism).
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -100,6 +101,18 @@ struct StreamOptions {
   int slots = 0;
 };
 
+/// The form weights take in a host copy of their own (the huge-page copy of
+/// memory::copy_to_huge_pages_pays): a layout the CPU kernels read faster than the file's
+/// (cpu/weight_forms.h). Unset, every weight keeps its file type. The token embeddings always
+/// do: they are read by rows.
+struct HostForm {
+  /// The type a weight of the file's type and this shape takes.
+  std::function<core::Type(core::Type, const std::array<int64_t, 4>&)> type;
+  /// Writes `rows` rows of k elements of the first type as the second.
+  std::function<Status(core::Type, core::Type, const void* src, void* dst, int64_t rows, int64_t k)>
+      convert;
+};
+
 /// Weight tensors (leafs flagged kFlagWeight), the buffers holding them, and per tensor the
 /// layer it belongs to and its split.
 struct Weights {
@@ -165,9 +178,11 @@ class WeightLoader {
 /// buffer type gets one allocation holding its layers, and running out of it is an error such
 /// as "part:1 needs 812 MiB for 11 layers: ...". Failures name the tensor.
 /// With `stream.enabled`, block layers on a device that cannot hold them are streamed
-/// instead (see WeightStream); their bytes are not read here.
+/// instead (see WeightStream); their bytes are not read here. The huge-page copy holds each
+/// weight in `form` (see HostForm).
 Result<std::unique_ptr<Weights>> load_weights(const gguf::File& file, const Hparams& hp,
                                               const WeightPlacement& placement,
-                                              const StreamOptions& stream = {});
+                                              const StreamOptions& stream = {},
+                                              const HostForm& form = {});
 
 }  // namespace strata::model

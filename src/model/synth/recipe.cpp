@@ -134,6 +134,7 @@ Type fallback_type(Type t) {
     case Type::kI64:
     case Type::kF64:
     case Type::kBF16:
+    case Type::kQ4_0x16:
       return Type::kF16;
   }
   return Type::kF16;
