@@ -69,7 +69,9 @@ TEST(BenchCli, ProfilePrintsEachTestsNodes) {
   ASSERT_NE(tg, std::string::npos) << o.out;
   EXPECT_GT(pp, o.out.find("| model")) << o.out;
   EXPECT_THAT(o.out.substr(tg), HasSubstr("ms/token"));
-  EXPECT_THAT(o.out.substr(tg), HasSubstr("mul_mat blk.*.ffn_up f32"));
+  // Some layer's matmul, folded across layers: which ones make the printed head depends on
+  // the timings, and on a loaded machine preemption can push any of them into "the rest".
+  EXPECT_THAT(o.out.substr(tg), testing::ContainsRegex("mul_mat blk\\.\\*\\.[a-z_]+ f(32|16)"));
   EXPECT_THAT(o.out.substr(tg), HasSubstr("total"));
   // With --json the profile goes to stderr: stdout stays one object.
   const std::string args = "bench -m " + kStories + " -p 0 -n 4 -r 1 -t 2 --json --profile";
