@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/weight_forms.h"
 #include "engine/open.h"
 #include "golden.h"
+#include "memory/huge_page_buffer.h"
 
 namespace strata::engine {
 namespace {
@@ -79,6 +81,44 @@ TEST(Open, ModelThenSessionEqualsOpen) {
   const auto a = both->session->logits();
   const auto b = (*session)->logits();
   EXPECT_EQ(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
+}
+
+// The host's huge-page copy regroups q4_0 matrices for the kernels that read them
+// (cpu/weight_forms.h); --no-repack keeps the file's layout. Either way the logits are the same
+// bits.
+TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
+  const std::string path = testing::model_path("synth256-q4_0.gguf");
+  const SessionParams sp{.n_ctx = 32, .n_threads = 2};
+  auto regrouped = open(path, {}, sp);
+  auto plain = open(path, {.repack = false}, sp);
+  ASSERT_TRUE(regrouped.ok()) << regrouped.status().message();
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  const auto count = [](const Opened& o, core::Type t) {
+    int n = 0;
+    for (const core::Tensor& w : o.model->weights().ctx.tensors()) n += w.type == t ? 1 : 0;
+    return n;
+  };
+  const bool expected =
+      memory::huge_pages_supported() &&
+      cpu::host_weight_type(core::Type::kQ4_0, {256, 256, 1, 1}) == core::Type::kQ4_0x16;
+  EXPECT_EQ(count(*plain, core::Type::kQ4_0x16), 0);
+  EXPECT_GT(count(*plain, core::Type::kQ4_0), 0);
+  if (expected) {
+    EXPECT_GT(count(*regrouped, core::Type::kQ4_0x16), 0);
+  }
+  EXPECT_EQ(regrouped->model->weights().tok_embd->type, plain->model->weights().tok_embd->type);
+  // Prefill (panels) and then decode steps.
+  const std::vector<int32_t> prompt = {1, 400, 300, 200, 17, 90, 33};
+  ASSERT_TRUE(regrouped->session->decode(prompt, true).ok());
+  ASSERT_TRUE(plain->session->decode(prompt, true).ok());
+  for (int32_t next : {5, 6, 7}) {
+    const auto a = regrouped->session->logits();
+    const auto b = plain->session->logits();
+    ASSERT_EQ(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
+    const std::vector<int32_t> one = {next};
+    ASSERT_TRUE(regrouped->session->decode(one).ok());
+    ASSERT_TRUE(plain->session->decode(one).ok());
+  }
 }
 
 }  // namespace
