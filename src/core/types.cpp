@@ -5,6 +5,7 @@
 
 #include "core/blocks.h"
 #include "core/float16.h"
+#include "core/quants/interleave.h"
 #include "core/quants/quants.h"
 
 namespace strata::core {
@@ -119,7 +120,7 @@ const TypeTraits& traits(Type t) {
 }
 
 int64_t interleaved_rows(Type t) {
-  return t == T::kQ4_0x16 ? 16 : 1;
+  return t == T::kQ4_0x16 ? BlockQ4_0x16::kRows : 1;
 }
 
 std::optional<Type> type_from_name(std::string_view name) {

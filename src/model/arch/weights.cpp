@@ -55,15 +55,14 @@ struct Group {
 Status write_weight(const gguf::File& file, Weights& w, memory::Buffer& buf, Tensor& t,
                     const HostForm* form) {
   const gguf::TensorInfo* info = file.find_tensor(source_name(t, w));
-  const core::Type file_type = t.type;
-  if (form == nullptr || !form->type || &t == w.tok_embd || form->type(t.type, t.ne) == t.type) {
-    return buf.write(t, file.tensor_data(*info), 0, info->size);
-  }
-  // Same bytes per row and block in either type, so the placement is the same too.
-  t.type = form->type(t.type, t.ne);
+  const bool may_convert = form != nullptr && form->type && &t != w.tok_embd;
+  const core::Type to = may_convert ? form->type(t.type, t.ne) : t.type;
+  if (to == t.type) return buf.write(t, file.tensor_data(*info), 0, info->size);
   std::vector<uint8_t> converted(info->size);
-  STRATA_RETURN_IF_ERROR(form->convert(file_type, t.type, file.tensor_data(*info), converted.data(),
-                                       t.nrows(), t.ne[0]));
+  STRATA_RETURN_IF_ERROR(
+      form->convert(t.type, to, file.tensor_data(*info), converted.data(), t.nrows(), t.ne[0]));
+  // Same bytes per row and block in either type, so the placement stays as it is.
+  t.type = to;
   return buf.write(t, converted.data(), 0, converted.size());
 }
 
