@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/ops.h"
+#include "core/quants/interleave.h"
 #include "cpu/graph_compute.h"
 #include "cpu/weight_forms.h"
 #include "memory/graph_allocator.h"
@@ -45,11 +46,12 @@ struct Fixture {
     } else {
       std::vector<float> v(static_cast<size_t>(t->nelements()));
       for (float& x : v) x = nd(rng);
-      if (type == Type::kQ4_0x16) {
-        // Quantized as q4_0, then regrouped as the host's weight copy is at load.
+      const Type plain_type = strata::core::plain_rows_type(type);
+      if (plain_type != type) {
+        // Quantized as the plain type, then regrouped as the host's weight copy is at load.
         std::vector<uint8_t> plain(t->nbytes());
-        strata::core::traits(Type::kQ4_0).from_float(v.data(), plain.data(), t->nelements());
-        (void)strata::cpu::convert_weight_rows(Type::kQ4_0, type, plain.data(), t->data, t->nrows(),
+        strata::core::traits(plain_type).from_float(v.data(), plain.data(), t->nelements());
+        (void)strata::cpu::convert_weight_rows(plain_type, type, plain.data(), t->data, t->nrows(),
                                                t->ne[0]);
       } else {
         strata::core::traits(type).from_float(v.data(), t->data, t->nelements());
@@ -156,7 +158,7 @@ void register_all() {
       {"q8_0", Type::kQ8_0}, {"q4_0", Type::kQ4_0},       {"q4_1", Type::kQ4_1},
       {"q5_0", Type::kQ5_0}, {"q5_1", Type::kQ5_1},       {"q2_k", Type::kQ2_K},
       {"q3_k", Type::kQ3_K}, {"q4_k", Type::kQ4_K},       {"q5_k", Type::kQ5_K},
-      {"q6_k", Type::kQ6_K}, {"q4_0x16", Type::kQ4_0x16},
+      {"q6_k", Type::kQ6_K}, {"q4_0x16", Type::kQ4_0x16}, {"q4_kx16", Type::kQ4_Kx16},
   };
   for (const auto& [name, type] : types) {
     // Decode shapes of a 2048-wide model (attention, FFN, and the output matrix, which is past
@@ -177,7 +179,8 @@ void register_all() {
        {std::pair{"f32", Type::kF32}, std::pair{"f16", Type::kF16}, std::pair{"bf16", Type::kBF16},
         std::pair{"q8_0", Type::kQ8_0}, std::pair{"q4_0", Type::kQ4_0},
         std::pair{"q4_0x16", Type::kQ4_0x16}, std::pair{"q4_k", Type::kQ4_K},
-        std::pair{"q5_k", Type::kQ5_K}, std::pair{"q6_k", Type::kQ6_K}}) {
+        std::pair{"q4_kx16", Type::kQ4_Kx16}, std::pair{"q5_k", Type::kQ5_K},
+        std::pair{"q6_k", Type::kQ6_K}}) {
     benchmark::RegisterBenchmark((std::string("MulMatPrefill/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 5632, 512})
         ->Unit(benchmark::kMillisecond)

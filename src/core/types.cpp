@@ -75,10 +75,11 @@ constexpr std::array kTable = {
     Entry{T::kBF16, {"bf16", 1, 2, false, bf16_to_float_row, bf16_from_float_row, T::kBF16}},
     // Rows are not addressable one by one, so there is no row conversion.
     Entry{T::kQ4_0x16, {"q4_0x16", 32, 18, true, nullptr, nullptr, T::kQ8_0}},
+    Entry{T::kQ4_Kx16, {"q4_kx16", 256, 144, true, nullptr, nullptr, T::kQ8_K}},
 };
 
 constexpr bool is_gguf(Type t) {
-  return t != T::kQ4_0x16;
+  return t != T::kQ4_0x16 && t != T::kQ4_Kx16;
 }
 
 constexpr size_t table_type_size(Type t) {
@@ -100,6 +101,7 @@ static_assert(table_type_size(T::kQ5_K) == sizeof(BlockQ5_K));
 static_assert(table_type_size(T::kQ6_K) == sizeof(BlockQ6_K));
 static_assert(table_type_size(T::kQ8_K) == sizeof(BlockQ8_K));
 static_assert(table_type_size(T::kQ4_0x16) == sizeof(BlockQ4_0));
+static_assert(table_type_size(T::kQ4_Kx16) == sizeof(BlockQ4_K));
 
 }  // namespace
 
@@ -120,7 +122,9 @@ const TypeTraits& traits(Type t) {
 }
 
 int64_t interleaved_rows(Type t) {
-  return t == T::kQ4_0x16 ? BlockQ4_0x16::kRows : 1;
+  if (t == T::kQ4_0x16) return BlockQ4_0x16::kRows;
+  if (t == T::kQ4_Kx16) return BlockQ4_Kx16::kRows;
+  return 1;
 }
 
 std::optional<Type> type_from_name(std::string_view name) {

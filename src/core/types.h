@@ -34,6 +34,8 @@ enum class Type : uint32_t {
   /// Not a GGUF type: q4_0 rows regrouped sixteen at a time at load (core/quants/interleave.h),
   /// the layout the AVX-512 kernels read without transposing. Only mul_mat takes it.
   kQ4_0x16 = 1002,
+  /// Not a GGUF type: q4_k rows regrouped sixteen at a time at load, like kQ4_0x16.
+  kQ4_Kx16 = 1003,
 };
 
 /// Converts `n` elements (a multiple of the block size) of a row to float.

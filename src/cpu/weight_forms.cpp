@@ -7,13 +7,27 @@
 #include "cpu/kernel_sets.h"
 
 namespace strata::cpu {
+namespace {
+
+/// The grouped form of a plain type's rows, or the type itself where there is none.
+core::Type grouped_form(core::Type type) {
+  for (const core::Type grouped : {core::Type::kQ4_0x16, core::Type::kQ4_Kx16}) {
+    if (core::plain_rows_type(grouped) == type) return grouped;
+  }
+  return type;
+}
+
+bool whole_groups(core::Type grouped, int64_t rows, int64_t k) {
+  return rows % core::interleaved_rows(grouped) == 0 && k % core::block_size(grouped) == 0;
+}
+
+}  // namespace
 
 core::Type host_weight_type(core::Type type, const std::array<int64_t, 4>& ne) {
-  constexpr core::Type kGrouped = core::Type::kQ4_0x16;
-  const bool matrix = ne[2] == 1 && ne[3] == 1 && ne[1] % core::interleaved_rows(kGrouped) == 0 &&
-                      ne[0] % core::block_size(kGrouped) == 0;
-  if (type == core::Type::kQ4_0 && matrix && kernel_set().packed_dot(kGrouped, ne[0]) != nullptr) {
-    return kGrouped;
+  const core::Type grouped = grouped_form(type);
+  if (grouped != type && ne[2] == 1 && ne[3] == 1 && whole_groups(grouped, ne[1], ne[0]) &&
+      kernel_set().packed_dot(grouped, ne[0]) != nullptr) {
+    return grouped;
   }
   return type;
 }
@@ -24,9 +38,8 @@ Status convert_weight_rows(core::Type from, core::Type to, const void* src, void
     std::memcpy(dst, src, core::row_size(from, k) * static_cast<size_t>(rows));
     return {};
   }
-  if (from == core::Type::kQ4_0 && to == core::Type::kQ4_0x16 &&
-      rows % core::interleaved_rows(to) == 0 && k % core::block_size(to) == 0) {
-    core::interleave_q4_0x16(src, dst, rows, k);
+  if (to != from && core::plain_rows_type(to) == from && whole_groups(to, rows, k)) {
+    core::interleave_rows(to, src, dst, rows, k);
     return {};
   }
   return error(ErrorCode::kUnsupported, "no conversion of " + std::string(core::type_name(from)) +

@@ -83,11 +83,12 @@ TEST(Open, ModelThenSessionEqualsOpen) {
   EXPECT_EQ(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end()));
 }
 
-// The host's huge-page copy regroups q4_0 matrices for the kernels that read them
+// The host's huge-page copy regroups q4_0 and q4_k matrices for the kernels that read them
 // (cpu/weight_forms.h); --no-repack keeps the file's layout. Either way the logits are the same
 // bits.
-TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
-  const std::string path = testing::model_path("synth256-q4_0.gguf");
+void expect_regrouped_with_the_same_logits(const std::string& model, core::Type plain_type,
+                                           core::Type grouped_type) {
+  const std::string path = testing::model_path(model);
   const SessionParams sp{.n_ctx = 32, .n_threads = 2};
   auto regrouped = open(path, {}, sp);
   auto plain = open(path, {.repack = false}, sp);
@@ -98,13 +99,12 @@ TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
     for (const core::Tensor& w : o.model->weights().ctx.tensors()) n += w.type == t ? 1 : 0;
     return n;
   };
-  const bool expected =
-      memory::huge_pages_supported() &&
-      cpu::host_weight_type(core::Type::kQ4_0, {256, 256, 1, 1}) == core::Type::kQ4_0x16;
-  EXPECT_EQ(count(*plain, core::Type::kQ4_0x16), 0);
-  EXPECT_GT(count(*plain, core::Type::kQ4_0), 0);
+  const bool expected = memory::huge_pages_supported() &&
+                        cpu::host_weight_type(plain_type, {256, 256, 1, 1}) == grouped_type;
+  EXPECT_EQ(count(*plain, grouped_type), 0);
+  EXPECT_GT(count(*plain, plain_type), 0);
   if (expected) {
-    EXPECT_GT(count(*regrouped, core::Type::kQ4_0x16), 0);
+    EXPECT_GT(count(*regrouped, grouped_type), 0);
   }
   EXPECT_EQ(regrouped->model->weights().tok_embd->type, plain->model->weights().tok_embd->type);
   // Prefill (panels) and then decode steps.
@@ -119,6 +119,16 @@ TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
     ASSERT_TRUE(regrouped->session->decode(one).ok());
     ASSERT_TRUE(plain->session->decode(one).ok());
   }
+}
+
+TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
+  expect_regrouped_with_the_same_logits("synth256-q4_0.gguf", core::Type::kQ4_0,
+                                        core::Type::kQ4_0x16);
+}
+
+TEST(Open, HostCopyRegroupsQ4_KWithTheSameLogits) {
+  expect_regrouped_with_the_same_logits("synth256-q4_k_m.gguf", core::Type::kQ4_K,
+                                        core::Type::kQ4_Kx16);
 }
 
 }  // namespace

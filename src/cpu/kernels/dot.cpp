@@ -34,6 +34,8 @@ const DotKernels* dot_kernels(core::Type weight_type) {
       return &kDotQ3_K;
     case core::Type::kQ4_K:
       return &kDotQ4_K;
+    case core::Type::kQ4_Kx16:
+      return packed_dot(weight_type, core::kQK_K) != nullptr ? &kDotQ4_K : nullptr;
     case core::Type::kQ5_K:
       return &kDotQ5_K;
     case core::Type::kQ6_K:

@@ -42,6 +42,7 @@ namespace strata::cpu::STRATA_KERNEL_NS {
 // The packed paths, defined beside their kernels (dot_packed_q4_k.cpp, dot_packed_q5_k.cpp,
 // dot_packed_q6_k.cpp).
 extern const PackedDot kPackedQ4_K;
+extern const PackedDot kPackedQ4_Kx16;  ///< q4_k rows regrouped at load (core::kQ4_Kx16)
 extern const PackedDot kPackedQ5_K;
 extern const PackedDot kPackedQ6_K;
 #endif

@@ -135,6 +135,7 @@ Type fallback_type(Type t) {
     case Type::kF64:
     case Type::kBF16:
     case Type::kQ4_0x16:
+    case Type::kQ4_Kx16:
       return Type::kF16;
   }
   return Type::kF16;
