@@ -67,6 +67,10 @@ class Buffer {
   virtual void zero();
   /// Copies bytes into a placed tensor (host memory: memcpy).
   virtual Status write(core::Tensor& t, const void* src, size_t offset, size_t size);
+  /// Where write() puts a placed tensor's bytes, for writers that produce them in place (a
+  /// conversion at load): t.data in host memory; null where writes go elsewhere (another
+  /// device or process, shards).
+  virtual void* writable_data(const core::Tensor& t) { return is_host() ? t.data : nullptr; }
   /// Copies bytes out of a placed tensor.
   virtual Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const;
   /// One run of write_runs: `size` bytes from `src + from` into the tensor at byte `to`.

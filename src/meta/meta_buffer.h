@@ -51,6 +51,8 @@ class MetaBuffer final : public memory::Buffer {
   /// scattered to the shards, or gathered from them.
   Status write(core::Tensor& t, const void* src, size_t offset, size_t size) override;
   Status read(const core::Tensor& t, void* dst, size_t offset, size_t size) const override;
+  /// Null: a tensor's bytes go to its shards.
+  void* writable_data(const core::Tensor&) override { return nullptr; }
   /// The shards of `t`, if this buffer placed it with a split.
   const Sharded* sharded(const core::Tensor& t) const;
 

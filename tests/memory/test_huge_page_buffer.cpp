@@ -26,6 +26,8 @@ TEST(HugePageBuffer, IsHostMemoryOnA2MiBBoundary) {
   ASSERT_TRUE((*buf)->write(*t, in.data(), 0, t->nbytes()).ok());
   ASSERT_TRUE((*buf)->read(*t, out.data(), 0, t->nbytes()).ok());
   EXPECT_EQ(in, out);
+  // Bytes written in place are where write() puts them.
+  EXPECT_EQ((*buf)->writable_data(*t), t->data);
 }
 
 TEST(HugePageBuffer, ImpossibleSizeIsOutOfMemory) {

@@ -83,6 +83,8 @@ TEST(MetaBuffer, ScattersAndGathersShardsOfEveryLayout) {
     std::vector<uint8_t> back(bytes.size());
     ASSERT_TRUE((*buf)->read(*t, back.data(), 0, back.size()).ok());
     EXPECT_EQ(back, bytes);
+    // Nothing may write the tensor's bytes in place: they live in the shards.
+    EXPECT_EQ((*buf)->writable_data(*t), nullptr);
   }
   const auto held = meta->member_bytes();
   EXPECT_GT(held[0].sharded, held[1].sharded);

@@ -58,12 +58,16 @@ Status write_weight(const gguf::File& file, Weights& w, memory::Buffer& buf, Ten
   const bool may_convert = form != nullptr && form->type && &t != w.tok_embd;
   const core::Type to = may_convert ? form->type(t.type, t.ne) : t.type;
   if (to == t.type) return buf.write(t, file.tensor_data(*info), 0, info->size);
-  std::vector<uint8_t> converted(info->size);
+  // Same bytes per row and block in either type, so the placement stays as it is. Host memory
+  // takes the converted bytes in place, with no copy in between.
+  void* place = t.nbytes() == info->size ? buf.writable_data(t) : nullptr;
+  const bool in_place = place != nullptr;
+  std::vector<uint8_t> converted(in_place ? 0 : info->size);
+  void* dst = in_place ? place : converted.data();
   STRATA_RETURN_IF_ERROR(
-      form->convert(t.type, to, file.tensor_data(*info), converted.data(), t.nrows(), t.ne[0]));
-  // Same bytes per row and block in either type, so the placement stays as it is.
+      form->convert(t.type, to, file.tensor_data(*info), dst, t.nrows(), t.ne[0]));
   t.type = to;
-  return buf.write(t, converted.data(), 0, converted.size());
+  return in_place ? Status{} : buf.write(t, converted.data(), 0, converted.size());
 }
 
 // One allocation of `type` holding `tensors`, each written from the file (in `form`, when set).
