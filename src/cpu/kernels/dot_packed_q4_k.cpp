@@ -265,6 +265,7 @@ template <int H, int NA, class Quants>
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   __m512i sub[8];
   for (__m512i& v : sub) v = _mm512_setzero_si512();
+#pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
     for (int c = 0; c < 4; ++c) {
       const __m512i bytes = load_lanes(b.qs[8 * c + s]);
