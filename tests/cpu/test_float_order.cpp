@@ -265,6 +265,35 @@ TEST(TransposedWeights, GiveTheBitsOfTheDenseRows) {
   }
 }
 
+// Prefill multiplies by V through the same view with many activation rows; mul_mat gathers
+// the strided rows 64 at a time, once for all the chunks that read them. Row counts within one
+// gather and over several (a part included), activation rows over several chunks, two V heads
+// under three query heads each (consecutive batches share their rows), 1-3 threads.
+TEST(TransposedWeights, GatheredForPrefillGiveTheBitsOfTheDenseRows) {
+  for (const Type t : {Type::kF32, Type::kF16, Type::kBF16}) {
+    for (const int64_t m : {24, 64, 136}) {
+      for (const int64_t n : {9, 130}) {
+        constexpr int64_t k = 96, v_heads = 2, per_head = 3;
+        test::Case c;
+        c.name = "transposed_prefill";
+        c.build = [=](core::Context& ctx, test::Inputs&) {
+          core::Tensor* stored = ctx.new_tensor(t, {m, k, v_heads, 1});
+          core::Tensor* x = ctx.new_tensor(Type::kF32, {k, n, per_head * v_heads, 1});
+          core::Tensor* wt = core::transpose(ctx, stored);
+          return std::vector<core::Tensor*>{core::mul_mat(ctx, wt, x),
+                                            core::mul_mat(ctx, core::cont(ctx, wt), x)};
+        };
+        for (const int threads : {1, 2, 3}) {
+          const test::CaseOutputs o = test::run_case(c, threads, 5);
+          ASSERT_EQ(o.values.size(), 2u);
+          EXPECT_TRUE(o.values[0] == o.values[1])
+              << core::type_name(t) << " m=" << m << " n=" << n << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
 // Decode under grouped-query attention: one row per query head, several heads per weight batch.
 // mul_mat takes a batch's heads as the rows of one tile walk; each output must keep the bits it
 // has when the heads' rows are walked one batch at a time (here: the same rows with a second

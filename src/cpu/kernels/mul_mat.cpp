@@ -38,6 +38,9 @@ bool folds_heads(const Tensor& w, const Tensor& x) {
   return x.ne[2] > w.ne[2] && x.ne[1] == 1;
 }
 
+// Rows of a strided weight view gathered at once (a chunk's, at most).
+constexpr int64_t kGatherRows = 64;
+
 struct Plan {
   const DotKernels* dk = nullptr;
   const PackedDot* packed = nullptr;  ///< when set, activations are packed and its tile used
@@ -92,7 +95,7 @@ Plan make_plan(const Tensor& dst) {
   if (p.by_lanes) {
     p.per_thread = std::max(p.per_thread, dot_transposed_scratch(k, w.ne[1]) * sizeof(float));
   } else if (p.gather_w) {
-    p.per_thread = std::max(p.per_thread, static_cast<size_t>(p.max_w) * core::row_size(w.type, k));
+    p.per_thread = std::max(p.per_thread, kGatherRows * core::row_size(w.type, k));
   }
   return p;
 }
@@ -279,6 +282,9 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   // cache row), a thread takes whole rows: every batch of a range of rows before the next
   // range, so memory sees the rows read densely instead of a head's share of each.
   const bool batches_inner = w.nb[2] < w.nb[1] && ch.batches > 1;
+  // The rows gathered into `local` last (gather_w).
+  const uint8_t* gathered_from = nullptr;
+  int gathered_rows = 0;
   for (int64_t c = chunks.begin; c < chunks.end; ++c) {
     const int64_t batch = batches_inner ? c % ch.batches : c / per_batch;
     const int64_t within = batches_inner ? c / ch.batches : c % per_batch;
@@ -315,8 +321,18 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
       size_t ldw = w.nb[1];
       DotTileFn tile = p.tile;
       if (p.gather_w) {
-        gather_weights(w, wp, nw, local);
-        wp = local;
+        // Strided rows (prefill's V through its transposed view) are gathered kGatherRows at a
+        // time, once for every activation tile of the chunk and for the next chunks of the
+        // same rows: gathering each tile again for each chunk had cost more than the products.
+        const int64_t block = (iw - m0) / kGatherRows * kGatherRows + m0;
+        const uint8_t* from = w_batch + block * w.nb[1];
+        const int n_gather = static_cast<int>(std::min<int64_t>(kGatherRows, m1 - block));
+        if (from != gathered_from || n_gather != gathered_rows) {
+          gather_weights(w, from, n_gather, local);
+          gathered_from = from;
+          gathered_rows = n_gather;
+        }
+        wp = local + static_cast<size_t>(iw - block) * w_row;
         ldw = w_row;
       } else if (p.panel && !stream_w) {
         p.packed->pack_panel(k, wp, ldw, nw, local);
