@@ -152,6 +152,39 @@ void BM_DecodeAttention(benchmark::State& state, bool fused) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
 }
 
+// One layer's prompt attention scores (tinyllama's 32 query heads over 4 KV heads of 64) for
+// n tokens against as many cells of an f16 cache, and with `whole` the softmax and the product
+// with V through its transposed view too: the unfused path of a prefill micro-batch.
+void BM_PrefillAttention(benchmark::State& state, bool whole) {
+  const int64_t n = state.range(0);
+  const int64_t hd = 64, n_head = 32, n_head_kv = 4;
+  Fixture f;
+  auto& ctx = f.ctx;
+  Tensor* q = f.leaf(Type::kF32, {hd, n_head, n, 1});
+  Tensor* qp = strata::core::permute(ctx, q, {0, 2, 1, 3});
+  Tensor* k_cache = f.leaf(Type::kF16, {hd * n_head_kv, n, 1, 1});
+  Tensor* v_cache = f.leaf(Type::kF16, {hd * n_head_kv, n, 1, 1});
+  const size_t row = k_cache->nb[1], head = hd * sizeof(uint16_t);
+  Tensor* keys = strata::core::view(ctx, k_cache, {hd, n, n_head_kv, 1},
+                                    {k_cache->nb[0], row, head, row * n}, 0);
+  Tensor* values = strata::core::view(ctx, v_cache, {hd, n, n_head_kv, 1},
+                                      {v_cache->nb[0], row, head, row * n}, 0);
+  Tensor* out = strata::core::mul_mat(ctx, keys, qp);
+  if (whole) {
+    out = strata::core::soft_max(ctx, out, nullptr, 0.125f);
+    out = strata::core::mul_mat(ctx, strata::core::transpose(ctx, values), out);
+  }
+  if (!f.finish(out)) {
+    state.SkipWithError(f.ctx.status().message().c_str());
+    return;
+  }
+  f.run(state);
+  state.counters["flops"] =
+      benchmark::Counter(static_cast<double>((whole ? 4 : 2) * hd * n * n * n_head) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   const std::pair<const char*, Type> types[] = {
       {"f32", Type::kF32},   {"f16", Type::kF16},         {"bf16", Type::kBF16},
@@ -193,6 +226,13 @@ void register_all() {
         ->Args({4096, 1})
         ->Args({4096, 22})
         ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+  for (const bool whole : {false, true}) {
+    benchmark::RegisterBenchmark(whole ? "PrefillAttention" : "PrefillScores", BM_PrefillAttention,
+                                 whole)
+        ->Arg(512)
+        ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
   benchmark::RegisterBenchmark("RmsNorm", BM_RmsNorm)->Args({2048, 64})->UseRealTime();
