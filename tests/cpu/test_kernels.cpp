@@ -228,7 +228,7 @@ int expect_packed_equals(core::Type wt, std::initializer_list<int64_t> ks,
       pd->pack(row, a + c * a_row, k);
     }
     for (int nw : {pd->max_w, 3, 1}) {
-      for (int na : {pd->max_a, 5, 1}) {
+      for (int na : {pd->max_a, std::min(5, pd->max_a), 1}) {
         std::vector<float> got(static_cast<size_t>(pd->max_w * pd->max_a), -1.0f);
         pd->tile(k, w.data(), w_row, nw, a, a_row, na, got.data(), 1, pd->max_w);
         for (int r = 0; r < nw; ++r) {
@@ -325,8 +325,13 @@ TEST(PackedDotTile, Q8_0AndQ4_0AddEachBlocksExactSum) {
 // outputs and row lengths that end mid-way through the kernels' groups of blocks.
 TEST(PackedDotTile, PanelEqualsRowsInPlace) {
   int checked = 0;
-  for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0, core::Type::kQ4_K}) {
-    for (int64_t k : {int64_t{32} * 3, int64_t{64} * 5, int64_t{512}, int64_t{32} * 65}) {
+  for (core::Type wt :
+       {core::Type::kQ4_0, core::Type::kQ8_0, core::Type::kQ4_K, core::Type::kF16}) {
+    // f16 has a panel for short rows only (attention heads).
+    const std::vector<int64_t> ks = wt == core::Type::kF16
+                                        ? std::vector<int64_t>{16, 64, 112, 128}
+                                        : std::vector<int64_t>{32 * 3, 64 * 5, 512, 32 * 65};
+    for (int64_t k : ks) {
       const PackedDot* pd = kernel_set().packed_dot(wt, k);
       if (pd == nullptr || pd->pack_panel == nullptr) continue;
       ++checked;
@@ -351,7 +356,7 @@ TEST(PackedDotTile, PanelEqualsRowsInPlace) {
       uint8_t* panel =
           panel_buf.data() + (64 - reinterpret_cast<uintptr_t>(panel_buf.data()) % 64) % 64;
       for (int nw : {pd->max_w, pd->max_w / 2 + 1, 1}) {
-        for (int na : {pd->max_a, 3, 1}) {
+        for (int na : {pd->max_a, std::min(3, pd->max_a), 1}) {
           // Outputs strided both ways (ldo_w 1: one store per activation row; else scattered).
           for (int64_t ldo_w : {int64_t{1}, int64_t{pd->max_a}}) {
             const int64_t ldo_a = ldo_w == 1 ? pd->max_w : 1;

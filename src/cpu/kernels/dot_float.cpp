@@ -533,13 +533,111 @@ const PackedDot kPackedF16 = {
     .pack = pack_f16_rounded,
     .tile = tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>,
 };
+
+// Short f16 rows (k <= 128: prompt attention scores, one head's K against its queries). A tile
+// of FloatDot's spends more on its 24 lane trees and its chains of k / 16 dependent FMAs than on
+// the products (about a third of the long-row rate per core). Here sixteen rows lie in the
+// lanes of a panel, transposed once per chunk: lane sum l of the sixteen rows is one register,
+// k / 16 FMAs of broadcast activations, and the tree is vertical adds. The same operations per
+// output in the same order (lane l takes elements l, l + 16, ... by fused multiply-adds from
+// zero; then (l, l + 8), then (+4), then (0, 2) and (1, 3), then the two), so the same bits.
+constexpr int64_t kShortMaxK = 128;
+constexpr int kShortRows = 16;
+constexpr int kShortMaxA = 2;
+
+size_t short_panel_bytes(int64_t k) {
+  return static_cast<size_t>(k) * kShortRows * sizeof(float);
+}
+
+// Panel element [j][r]: element j of row r (rows past nw repeat the last: their lanes are
+// computed and never stored).
+void pack_short_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
+  auto* out = reinterpret_cast<float*>(panel);
+  alignas(64) float row[kShortMaxK];
+  for (int r = 0; r < kShortRows; ++r) {
+    const uint8_t* src = w + static_cast<size_t>(std::min(r, nw - 1)) * ldw;
+    for (int64_t j = 0; j < k; j += 16) _mm512_store_ps(row + j, F16Elem::load16(src, j));
+    for (int64_t j = 0; j < k; ++j) out[j * kShortRows + r] = row[j];
+  }
+}
+
+template <int NA>
+void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, size_t lda,
+                     float* out, int64_t ldo_w, int64_t ldo_a) {
+  const float* x[NA];
+  for (int c = 0; c < NA; ++c) x[c] = reinterpret_cast<const float*>(a + c * lda);
+  __m512 t4[NA][4];
+  // Lane sums i, i + 4, i + 8 and i + 12 together (2 NA chains side by side), which the tree's
+  // first two levels add into t4[i].
+  for (int i = 0; i < 4; ++i) {
+    __m512 acc[NA][4];
+    for (int c = 0; c < NA; ++c) {
+      for (int q = 0; q < 4; ++q) acc[c][q] = _mm512_setzero_ps();
+    }
+    for (int64_t j0 = i; j0 < k; j0 += 16) {
+      for (int q = 0; q < 4; ++q) {
+        const int64_t j = j0 + 4 * q;
+        const __m512 wv = _mm512_load_ps(panel + j * kShortRows);
+        for (int c = 0; c < NA; ++c) {
+          acc[c][q] = _mm512_fmadd_ps(wv, _mm512_set1_ps(x[c][j]), acc[c][q]);
+        }
+      }
+    }
+    for (int c = 0; c < NA; ++c) {
+      t4[c][i] =
+          _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]), _mm512_add_ps(acc[c][1], acc[c][3]));
+    }
+  }
+  for (int c = 0; c < NA; ++c) {
+    const __m512 sum =
+        _mm512_add_ps(_mm512_add_ps(t4[c][0], t4[c][2]), _mm512_add_ps(t4[c][1], t4[c][3]));
+    float* o = out + c * ldo_a;
+    if (ldo_w == 1) {
+      _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << nw) - 1), sum);
+    } else {
+      alignas(64) float v[kShortRows];
+      _mm512_store_ps(v, sum);
+      for (int r = 0; r < nw; ++r) o[r * ldo_w] = v[r];
+    }
+  }
+}
+
+void short_panel_tile(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
+                      int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  const auto* panel = reinterpret_cast<const float*>(w);
+  if (na == 2) return short_panel_run<2>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+  short_panel_run<1>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+}
+
+// Rows read in place (few activation rows): FloatDot's tiles four rows at a time.
+void short_rows_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                     int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  for (int r = 0; r < nw; r += kPackedF16MaxW) {
+    kPackedF16.tile(k, w + r * ldw, ldw, std::min(kPackedF16MaxW, nw - r), a, lda, na,
+                    out + r * ldo_w, ldo_w, ldo_a);
+  }
+}
+
+const PackedDot kPackedF16Short = {
+    .max_w = kShortRows,
+    .max_a = kShortMaxA,
+    .group = 16,
+    .act_row_bytes = packed_f16_row_bytes,
+    .pack = pack_f16_rounded,
+    .tile = short_rows_tile,
+    .panel_bytes = short_panel_bytes,
+    .pack_panel = pack_short_panel,
+    .panel_tile = short_panel_tile,
+};
 #endif
 
 }  // namespace
 
 const PackedDot* packed_dot_f16(core::Type weight_type, int64_t k) {
 #if defined(STRATA_DOT_FLOAT_512)
-  if (weight_type == core::Type::kF16 && k % 16 == 0) return &kPackedF16;
+  if (weight_type == core::Type::kF16 && k % 16 == 0) {
+    return k <= kShortMaxK ? &kPackedF16Short : &kPackedF16;
+  }
 #else
   (void)weight_type;
   (void)k;
