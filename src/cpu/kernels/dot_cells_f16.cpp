@@ -152,7 +152,7 @@ void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* 
       for (int g = 0; g < kGroups && g * kRows < nw; ++g) {
         const int n = std::min(kRows, nw - g * kRows);
         if (ldo_w == 1) {
-          _mm512_mask_storeu_ps(o + g * kRows, static_cast<__mmask16>((1u << n) - 1), sums[q][g]);
+          simd::store_first(o + g * kRows, sums[q][g], n);
         } else {
           alignas(64) float s[kRows];
           _mm512_store_ps(s, sums[q][g]);

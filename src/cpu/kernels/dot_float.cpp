@@ -593,7 +593,7 @@ void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, si
         _mm512_add_ps(_mm512_add_ps(t4[c][0], t4[c][2]), _mm512_add_ps(t4[c][1], t4[c][3]));
     float* o = out + c * ldo_a;
     if (ldo_w == 1) {
-      _mm512_mask_storeu_ps(o, static_cast<__mmask16>((1u << nw) - 1), sum);
+      simd::store_first(o, sum, nw);
     } else {
       alignas(64) float v[kShortRows];
       _mm512_store_ps(v, sum);

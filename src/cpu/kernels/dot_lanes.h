@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/simd.h"
 #include "cpu/kernels/simd_int.h"
 
 #if defined(STRATA_CPU_AVX512)
@@ -83,7 +84,7 @@ void store_rows(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, i
     float* o = out + kRows * h * ldo_w;
     for (int c = 0; c < NA; ++c) {
       if (ldo_w == 1) {
-        _mm512_mask_storeu_ps(o + c * ldo_a, static_cast<__mmask16>((1u << rows) - 1), acc[h][c]);
+        simd::store_first(o + c * ldo_a, acc[h][c], rows);
       } else {
         alignas(64) float v[kRows];
         _mm512_store_ps(v, acc[h][c]);
