@@ -110,6 +110,15 @@ void BM_SoftMax(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(x->nbytes()));
 }
 
+// A cache of rows of n_head_kv heads of hd f16 values each (one row per cell), seen as
+// [hd, cells, n_head_kv]: one head's part of every row, as the engine reads K and V.
+Tensor* head_view(strata::core::Context& ctx, Tensor* cache, int64_t hd, int64_t n_head_kv) {
+  const int64_t cells = cache->ne[1];
+  const size_t row = cache->nb[1], head = static_cast<size_t>(hd) * sizeof(uint16_t);
+  return strata::core::view(ctx, cache, {hd, cells, n_head_kv, 1},
+                            {cache->nb[0], row, head, row * static_cast<size_t>(cells)}, 0);
+}
+
 // One decode step's unfused attention for `layers` layers of a grouped-query model (tinyllama:
 // 32 query heads over 4 KV heads of 64) at a depth of n_kv cells, the cache in f16 as the engine
 // keeps it: scores, softmax, and the product with V read through its transposed view, or all
@@ -128,11 +137,8 @@ void BM_DecodeAttention(benchmark::State& state, bool fused) {
   for (int64_t l = 0; l < layers; ++l) {
     Tensor* k_cache = f.leaf(Type::kF16, {hd * n_head_kv, n_kv, 1, 1});
     Tensor* v_cache = f.leaf(Type::kF16, {hd * n_head_kv, n_kv, 1, 1});
-    const size_t row = k_cache->nb[1], head = hd * sizeof(uint16_t);
-    Tensor* keys = strata::core::view(ctx, k_cache, {hd, n_kv, n_head_kv, 1},
-                                      {k_cache->nb[0], row, head, row * n_kv}, 0);
-    Tensor* values = strata::core::view(ctx, v_cache, {hd, n_kv, n_head_kv, 1},
-                                        {v_cache->nb[0], row, head, row * n_kv}, 0);
+    Tensor* keys = head_view(ctx, k_cache, hd, n_head_kv);
+    Tensor* values = head_view(ctx, v_cache, hd, n_head_kv);
     Tensor* kqv = nullptr;
     if (fused) {
       kqv = strata::core::flash_attn(ctx, qp, keys, values, nullptr, 0.125f);
@@ -164,11 +170,8 @@ void BM_PrefillAttention(benchmark::State& state, bool whole) {
   Tensor* qp = strata::core::permute(ctx, q, {0, 2, 1, 3});
   Tensor* k_cache = f.leaf(Type::kF16, {hd * n_head_kv, n, 1, 1});
   Tensor* v_cache = f.leaf(Type::kF16, {hd * n_head_kv, n, 1, 1});
-  const size_t row = k_cache->nb[1], head = hd * sizeof(uint16_t);
-  Tensor* keys = strata::core::view(ctx, k_cache, {hd, n, n_head_kv, 1},
-                                    {k_cache->nb[0], row, head, row * n}, 0);
-  Tensor* values = strata::core::view(ctx, v_cache, {hd, n, n_head_kv, 1},
-                                      {v_cache->nb[0], row, head, row * n}, 0);
+  Tensor* keys = head_view(ctx, k_cache, hd, n_head_kv);
+  Tensor* values = head_view(ctx, v_cache, hd, n_head_kv);
   Tensor* out = strata::core::mul_mat(ctx, keys, qp);
   if (whole) {
     out = strata::core::soft_max(ctx, out, nullptr, 0.125f);

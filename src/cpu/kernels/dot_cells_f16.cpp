@@ -151,13 +151,7 @@ void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* 
       float* o = out + (c + q) * ldo_a;
       for (int g = 0; g < kGroups && g * kRows < nw; ++g) {
         const int n = std::min(kRows, nw - g * kRows);
-        if (ldo_w == 1) {
-          simd::store_first(o + g * kRows, sums[q][g], n);
-        } else {
-          alignas(64) float s[kRows];
-          _mm512_store_ps(s, sums[q][g]);
-          for (int i = 0; i < n; ++i) o[(g * kRows + i) * ldo_w] = s[i];
-        }
+        simd::store_first(o + g * kRows * ldo_w, sums[q][g], n, ldo_w);
       }
     }
   }

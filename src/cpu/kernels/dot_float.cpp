@@ -591,14 +591,7 @@ void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, si
   for (int c = 0; c < NA; ++c) {
     const __m512 sum =
         _mm512_add_ps(_mm512_add_ps(t4[c][0], t4[c][2]), _mm512_add_ps(t4[c][1], t4[c][3]));
-    float* o = out + c * ldo_a;
-    if (ldo_w == 1) {
-      simd::store_first(o, sum, nw);
-    } else {
-      alignas(64) float v[kShortRows];
-      _mm512_store_ps(v, sum);
-      for (int r = 0; r < nw; ++r) o[r * ldo_w] = v[r];
-    }
+    simd::store_first(out + c * ldo_a, sum, nw, ldo_w);
   }
 }
 

@@ -82,15 +82,7 @@ void store_rows(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, i
   for (int h = 0; h < H; ++h) {
     const int rows = std::min(nw - kRows * h, kRows);
     float* o = out + kRows * h * ldo_w;
-    for (int c = 0; c < NA; ++c) {
-      if (ldo_w == 1) {
-        simd::store_first(o + c * ldo_a, acc[h][c], rows);
-      } else {
-        alignas(64) float v[kRows];
-        _mm512_store_ps(v, acc[h][c]);
-        for (int r = 0; r < rows; ++r) o[r * ldo_w + c * ldo_a] = v[r];
-      }
-    }
+    for (int c = 0; c < NA; ++c) simd::store_first(o + c * ldo_a, acc[h][c], rows, ldo_w);
   }
 }
 

@@ -369,33 +369,31 @@ struct Grouped {
   }
 };
 
+/// The packed path whose tile reads rows as Rows does (in place or regrouped) and whose
+/// panels `fill_panel` writes; the activations and the panel's arithmetic are the same for both.
+template <class Rows>
+constexpr PackedDot packed_q4_k(void (*fill_panel)(int64_t, const uint8_t*, size_t, int,
+                                                   uint8_t*)) {
+  return {
+      .max_w = kHalves * kRows,
+      .max_a = kMaxA,
+      .group = kQK_K,
+      .act_row_bytes = kquant::packed_q8k_row_bytes,
+      .pack = kquant::pack_q8k<false>,
+      .tile = lanes::dispatch<Rows, kHalves, kMaxA>,
+      .panel_bytes = panel_bytes,
+      .pack_panel = fill_panel,
+      .panel_tile = lanes::dispatch<Panel, kHalves, kMaxA>,
+  };
+}
+
 #endif  // STRATA_CPU_AVX512
 
 }  // namespace
 
 #if defined(STRATA_CPU_AVX512)
-const PackedDot kPackedQ4_K = {
-    .max_w = kHalves * kRows,
-    .max_a = kMaxA,
-    .group = kQK_K,
-    .act_row_bytes = kquant::packed_q8k_row_bytes,
-    .pack = kquant::pack_q8k<false>,
-    .tile = lanes::dispatch<Plain, kHalves, kMaxA>,
-    .panel_bytes = panel_bytes,
-    .pack_panel = pack_panel,
-    .panel_tile = lanes::dispatch<Panel, kHalves, kMaxA>,
-};
-const PackedDot kPackedQ4_Kx16 = {
-    .max_w = kHalves * kRows,
-    .max_a = kMaxA,
-    .group = kQK_K,
-    .act_row_bytes = kquant::packed_q8k_row_bytes,
-    .pack = kquant::pack_q8k<false>,
-    .tile = lanes::dispatch<Grouped, kHalves, kMaxA>,
-    .panel_bytes = panel_bytes,
-    .pack_panel = pack_panel_grouped,
-    .panel_tile = lanes::dispatch<Panel, kHalves, kMaxA>,
-};
+const PackedDot kPackedQ4_K = packed_q4_k<Plain>(pack_panel);
+const PackedDot kPackedQ4_Kx16 = packed_q4_k<Grouped>(pack_panel_grouped);
 #endif
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

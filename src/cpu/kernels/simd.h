@@ -98,11 +98,15 @@ inline float hsum16(__m256 lo, __m256 hi) {
 }
 
 #if defined(__AVX512F__)
-/// Stores lanes 0..n-1 of v (n <= 16). A masked store costs AMD Zen 4 and 5 far more than a
-/// plain one (it took a third of the prompt attention scores' time on Zen 5), so whole
-/// registers are stored plainly.
-[[gnu::always_inline]] inline void store_first(float* p, __m512 v, int n) {
-  if (n == 16) {
+/// Stores lanes 0..n-1 of v (n <= 16), lane i at p[i * stride]. A masked store costs AMD Zen 5
+/// far more than a plain one (it took a third of the prompt attention scores' time there), so
+/// whole registers are stored plainly.
+[[gnu::always_inline]] inline void store_first(float* p, __m512 v, int n, int64_t stride = 1) {
+  if (stride != 1) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, v);
+    for (int i = 0; i < n; ++i) p[i * stride] = lanes[i];
+  } else if (n == 16) {
     _mm512_storeu_ps(p, v);
   } else {
     _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);

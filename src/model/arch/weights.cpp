@@ -60,14 +60,13 @@ Status write_weight(const gguf::File& file, Weights& w, memory::Buffer& buf, Ten
   if (to == t.type) return buf.write(t, file.tensor_data(*info), 0, info->size);
   // Same bytes per row and block in either type, so the placement stays as it is. Host memory
   // takes the converted bytes in place, with no copy in between.
-  void* place = t.nbytes() == info->size ? buf.writable_data(t) : nullptr;
-  const bool in_place = place != nullptr;
-  std::vector<uint8_t> converted(in_place ? 0 : info->size);
-  void* dst = in_place ? place : converted.data();
+  void* dst = t.nbytes() == info->size ? buf.writable_data(t) : nullptr;
+  std::vector<uint8_t> converted(dst != nullptr ? 0 : info->size);
+  if (dst == nullptr) dst = converted.data();
   STRATA_RETURN_IF_ERROR(
       form->convert(t.type, to, file.tensor_data(*info), dst, t.nrows(), t.ne[0]));
   t.type = to;
-  return in_place ? Status{} : buf.write(t, converted.data(), 0, converted.size());
+  return converted.empty() ? Status{} : buf.write(t, converted.data(), 0, converted.size());
 }
 
 // One allocation of `type` holding `tensors`, each written from the file (in `form`, when set).
