@@ -3,6 +3,7 @@
 // Run: build/bench/strata_kernels_bench [--benchmark_filter=MulMat/q4_0]. Threads: STRATA_THREADS.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -161,7 +162,7 @@ void BM_DecodeAttention(benchmark::State& state, bool fused) {
 // One layer's prompt attention scores (tinyllama's 32 query heads over 4 KV heads of 64) for
 // n tokens against as many cells of an f16 cache, and with `whole` the softmax and the product
 // with V through its transposed view too: the unfused path of a prefill micro-batch.
-void BM_PrefillAttention(benchmark::State& state, bool whole) {
+void BM_PrefillAttention(benchmark::State& state, bool whole, bool masked) {
   const int64_t n = state.range(0);
   const int64_t hd = 64, n_head = 32, n_head_kv = 4;
   Fixture f;
@@ -172,9 +173,19 @@ void BM_PrefillAttention(benchmark::State& state, bool whole) {
   Tensor* v_cache = f.leaf(Type::kF16, {hd * n_head_kv, n, 1, 1});
   Tensor* keys = head_view(ctx, k_cache, hd, n_head_kv);
   Tensor* values = head_view(ctx, v_cache, hd, n_head_kv);
-  Tensor* out = strata::core::mul_mat(ctx, keys, qp);
+  // The causal mask of a prompt at the start of the cache, given to the scores as the engine
+  // gives it: the hidden half is neither computed nor, after the softmax, multiplied by V.
+  Tensor* mask = nullptr;
+  if (masked) {
+    mask = f.leaf(Type::kF32, {n, n, 1, 1});
+    auto* m = static_cast<float*>(mask->data);
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t c = 0; c < n; ++c) m[t * n + c] = c <= t ? 0.0f : -INFINITY;
+    }
+  }
+  Tensor* out = strata::core::mul_mat(ctx, keys, qp, mask);
   if (whole) {
-    out = strata::core::soft_max(ctx, out, nullptr, 0.125f);
+    out = strata::core::soft_max(ctx, out, mask, 0.125f);
     out = strata::core::mul_mat(ctx, strata::core::transpose(ctx, values), out);
   }
   if (!f.finish(out)) {
@@ -210,7 +221,8 @@ void register_all() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }
-  // A whole prefill micro-batch (512 tokens) through an FFN projection: the compute-bound case.
+  // A whole prefill micro-batch (512 tokens) through the FFN's up and down projections: the
+  // compute-bound case, with short and long rows.
   for (const auto& [name, type] :
        {std::pair{"f32", Type::kF32}, std::pair{"f16", Type::kF16}, std::pair{"bf16", Type::kBF16},
         std::pair{"q8_0", Type::kQ8_0}, std::pair{"q4_0", Type::kQ4_0},
@@ -219,6 +231,7 @@ void register_all() {
         std::pair{"q6_k", Type::kQ6_K}}) {
     benchmark::RegisterBenchmark((std::string("MulMatPrefill/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 5632, 512})
+        ->Args({5632, 2048, 512})
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }
@@ -232,11 +245,15 @@ void register_all() {
         ->UseRealTime();
   }
   for (const bool whole : {false, true}) {
-    benchmark::RegisterBenchmark(whole ? "PrefillAttention" : "PrefillScores", BM_PrefillAttention,
-                                 whole)
-        ->Arg(512)
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
+    for (const bool masked : {false, true}) {
+      const std::string name =
+          std::string(whole ? "PrefillAttention" : "PrefillScores") + (masked ? "Causal" : "");
+      benchmark::RegisterBenchmark(name.c_str(), BM_PrefillAttention, whole, masked)
+          ->Arg(128)
+          ->Arg(512)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
   }
   benchmark::RegisterBenchmark("RmsNorm", BM_RmsNorm)->Args({2048, 64})->UseRealTime();
   benchmark::RegisterBenchmark("SoftMax", BM_SoftMax)->Args({1024, 16})->UseRealTime();

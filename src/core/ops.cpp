@@ -165,7 +165,7 @@ Tensor* get_rows(Context& ctx, Tensor* table, Tensor* ids) {
               table, ids);
 }
 
-Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b) {
+Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b, Tensor* mask) {
   if (!valid(a) || !valid(b)) return fail(ctx, Op::kMulMat, "null argument");
   const int64_t group = interleaved_rows(a->type);
   if ((!is_computable(a->type) && group == 1) || a->type == Type::kI32) {
@@ -188,7 +188,14 @@ Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b) {
   if (is_quantized(a->type) && !a->has_contiguous_rows()) {
     return fail(ctx, Op::kMulMat, "quantized weight rows must be contiguous");
   }
-  return node(ctx, Op::kMulMat, Type::kF32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, a, b);
+  if (mask != nullptr &&
+      (mask->type != Type::kF32 || mask->ne[0] < a->ne[1] || mask->ne[1] < b->ne[1] ||
+       mask->ne[2] != 1 || mask->ne[3] != 1 || mask->nb[0] != sizeof(float))) {
+    return fail(ctx, Op::kMulMat,
+                "mask " + describe(*mask) + " is not dense f32 [>= " + std::to_string(a->ne[1]) +
+                    ", >= " + std::to_string(b->ne[1]) + ", 1, 1]");
+  }
+  return node(ctx, Op::kMulMat, Type::kF32, {a->ne[1], b->ne[1], b->ne[2], b->ne[3]}, a, b, mask);
 }
 
 Tensor* add(Context& ctx, Tensor* a, Tensor* b) {

@@ -38,7 +38,11 @@ Tensor* get_rows(Context& ctx, Tensor* table, Tensor* ids);
 /// where b2 % a2 == 0 and b3 % a3 == 0 (a is broadcast). Activations are rounded to the
 /// weight type's dot-product type first (F16 for F16, BF16 for BF16, Q8_0 for Q8_0 and Q4_0),
 /// which is the numerics llama.cpp uses.
-Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b);
+/// `mask` (F32 [>= m, >= n, 1, 1] with dense rows, or null) hides outputs: where mask[n][m] is
+/// -inf the output is -inf, and its dot product need not be computed. Attention scores that the
+/// masked soft_max after them would discard (the causal future of a prompt) cost nothing then,
+/// and the soft_max's result is the same bits.
+Tensor* mul_mat(Context& ctx, Tensor* a, Tensor* b, Tensor* mask = nullptr);
 /// a + b with b broadcast along every dim where a's size is a multiple of b's. F32.
 Tensor* add(Context& ctx, Tensor* a, Tensor* b);
 /// a * b with the same broadcasting as add. F32.

@@ -137,8 +137,12 @@ bool Builder::get_rows(Tensor* n) {
 bool Builder::mul_mat(Tensor* n) {
   Tensor* a = n->src[0];
   Tensor* b = n->src[1];
-  Tensor* ids = n->src[2];
-  if (ids != nullptr && reduced(ids).kind != Kind::kMirrored) return false;
+  // mul_mat_id's expert ids or mul_mat's mask, whole on every member. A mask goes only where
+  // each member's output keeps every row and column of it: a split over heads, or none.
+  Tensor* third = n->src[2];
+  if (third != nullptr && reduced(third).kind != Kind::kMirrored) return false;
+  Tensor* ids = n->op == Op::kMulMatId ? third : nullptr;
+  Tensor* mask = n->op == Op::kMulMat ? third : nullptr;
   const Dist A = reduced(a);
   const Dist B = reduced(b);
   const bool as = A.kind == Kind::kSplit, bs = B.kind == Kind::kSplit;
@@ -146,7 +150,7 @@ bool Builder::mul_mat(Tensor* n) {
   std::vector<std::array<Tensor*, core::kMaxSrc>> src(static_cast<size_t>(n_));
   std::vector<core::Shape> ne(static_cast<size_t>(n_), n->ne);
   Dist out;
-  if (as && A.axis == 1 && !bs) {
+  if (as && A.axis == 1 && !bs && mask == nullptr) {
     // Output features split (Q, K, V, gate, up, vocabulary rows): a split output.
     out.kind = Kind::kSplit;
     out.axis = 0;
@@ -156,7 +160,7 @@ bool Builder::mul_mat(Tensor* n) {
                                      nullptr};
       ne[static_cast<size_t>(d)][0] = total(A.pieces[static_cast<size_t>(d)]);
     }
-  } else if ((as && A.axis == 0) || (bs && B.axis == 0 && !as)) {
+  } else if (mask == nullptr && ((as && A.axis == 0) || (bs && B.axis == 0 && !as))) {
     // Input features split (attention output, FFN down): partial sums.
     const Dist& lead = as ? A : B;
     if ((as && bs && (B.axis != 0 || B.pieces != A.pieces)) ||
@@ -196,12 +200,12 @@ bool Builder::mul_mat(Tensor* n) {
       const auto du = static_cast<size_t>(d);
       Tensor* ad = as ? use(A, d) : slice(d, use(A, d), 2, pa[du].front());
       Tensor* bd = bs ? use(B, d) : slice(d, use(B, d), 2, pb[du].front());
-      src[du] = {ad, bd, nullptr, nullptr};
+      src[du] = {ad, bd, mask ? use(of(mask), d) : nullptr, nullptr};
       ne[du][2] = total(pb[du]);
     }
   } else if (!as && !bs) {
     for (int d = 0; d < n_; ++d) {
-      src[static_cast<size_t>(d)] = {use(A, d), use(B, d), ids ? use(of(ids), d) : nullptr,
+      src[static_cast<size_t>(d)] = {use(A, d), use(B, d), third ? use(of(third), d) : nullptr,
                                      nullptr};
     }
   } else {

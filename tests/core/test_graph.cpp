@@ -52,6 +52,27 @@ TEST(Ops, ShapeRules) {
   EXPECT_FALSE(ctx.ok());
 }
 
+// mul_mat's mask covers [m, n] with dense f32 rows and is broadcast over dims 2 and 3.
+TEST(Ops, MulMatMaskMustCoverTheOutputs) {
+  Context ok_ctx;
+  Tensor* k = ok_ctx.new_tensor(Type::kF16, {32, 10, 2, 1});
+  Tensor* q = ok_ctx.new_tensor(Type::kF32, {32, 3, 8, 1});
+  Tensor* mask = ok_ctx.new_tensor(Type::kF32, {12, 4, 1, 1});
+  EXPECT_EQ(mul_mat(ok_ctx, k, q, mask)->src[2], mask);
+  EXPECT_TRUE(ok_ctx.ok()) << ok_ctx.status().message();
+  const auto rejects = [](Type type, Shape mask_ne) {
+    Context ctx;
+    Tensor* kk = ctx.new_tensor(Type::kF16, {32, 10, 2, 1});
+    Tensor* qq = ctx.new_tensor(Type::kF32, {32, 3, 8, 1});
+    (void)mul_mat(ctx, kk, qq, ctx.new_tensor(type, mask_ne));
+    return !ctx.ok() && ctx.status().message().find("mask") != std::string::npos;
+  };
+  EXPECT_TRUE(rejects(Type::kF32, {9, 3, 1, 1}));   // fewer columns than weight rows
+  EXPECT_TRUE(rejects(Type::kF32, {10, 2, 1, 1}));  // fewer rows than activation rows
+  EXPECT_TRUE(rejects(Type::kF32, {10, 3, 8, 1}));  // one mask per head
+  EXPECT_TRUE(rejects(Type::kF16, {10, 3, 1, 1}));
+}
+
 TEST(Ops, ViewPastTheEndIsRejected) {
   Context ctx;
   Tensor* a = ctx.new_tensor(Type::kF32, {8, 4, 1, 1});

@@ -122,6 +122,31 @@ void attention_cases(std::vector<Case>& out) {
                    return std::vector{core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 0.5f)};
                  },
                  kAttn});
+  // Scores given their mask, as the engine's unfused attention gives it: hidden ones -inf, the
+  // rest mul_mat's products (decode's folded heads, a prompt's causal rows, both head sizes of
+  // f16's kernels); then the unfused attention through them.
+  for (Type t : kKvTypes) {
+    for (const AttnShape& s : {AttnShape{64, 8, 2, 1, 200}, AttnShape{64, 8, 2, 33, 200},
+                               AttnShape{256, 4, 2, 20, 70}}) {
+      out.push_back({"mul_mat_masked_scores_" + tname(t) + "_" + shape_name(s),
+                     [=](Context& ctx, Inputs& in) {
+                       const AttnOperands op = attn_operands(ctx, in, s, t, t, true, true, s.n_kv);
+                       return std::vector{core::mul_mat(ctx, op.k, op.q, op.mask)};
+                     },
+                     kDot, kDotFloor});
+    }
+    if (t == Type::kQ8_0) continue;  // the unfused product with V takes float caches
+    const AttnShape s{64, 8, 2, 33, 200};
+    out.push_back({"unfused_attention_masked_scores_" + tname(t) + "_" + shape_name(s),
+                   [=](Context& ctx, Inputs& in) {
+                     const AttnOperands op = attn_operands(ctx, in, s, t, t, true, true, s.n_kv);
+                     Tensor* kq = core::mul_mat(ctx, op.k, op.q, op.mask);
+                     kq = core::soft_max(ctx, kq, op.mask, 0.5f);
+                     Tensor* kqv = core::mul_mat(ctx, core::transpose(ctx, op.v), kq);
+                     return std::vector{core::cont(ctx, core::permute(ctx, kqv, {0, 2, 1, 3}))};
+                   },
+                   kChain});  // scores summed in f32, not double, flip f16/bf16 roundings of P
+  }
 }
 
 }  // namespace strata::cpu::test

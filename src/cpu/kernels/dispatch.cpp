@@ -148,6 +148,11 @@ Status check_node(const Tensor& node) {
           .need(node.ne[0] == c.src(0).ne[1] && node.ne[1] == c.src(1).ne[1] &&
                     node.ne[2] == c.src(1).ne[2] && node.ne[3] == c.src(1).ne[3],
                 "output shape does not match")
+          .need(node.src[2] == nullptr ||
+                    (is_f32(*node.src[2]) && node.src[2]->nb[0] == sizeof(float) &&
+                     node.src[2]->ne[0] >= node.ne[0] && node.src[2]->ne[1] >= node.ne[1] &&
+                     node.src[2]->ne[2] == 1 && node.src[2]->ne[3] == 1),
+                "mask must be dense f32 covering [m, n]")
           .status();
     case Op::kAdd:
     case Op::kMul:

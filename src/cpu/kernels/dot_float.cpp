@@ -532,6 +532,8 @@ const PackedDot kPackedF16 = {
     .act_row_bytes = packed_f16_row_bytes,
     .pack = pack_f16_rounded,
     .tile = tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>,
+    .act_tiles_outer = true,
+    .zero_tail_step = 16,
 };
 
 // Short f16 rows (k <= 128: prompt attention scores, one head's K against its queries). A tile

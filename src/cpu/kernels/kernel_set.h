@@ -60,6 +60,13 @@ struct PackedDot {
   size_t (*panel_bytes)(int64_t k) = nullptr;
   void (*pack_panel)(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) = nullptr;
   DotTileFn panel_tile = nullptr;
+  /// As DotKernels::act_tiles_outer, where there is no panel.
+  bool act_tiles_outer = false;
+  /// Nonzero where tile's outputs are sums of lanes of fused multiply-adds from zero, steps of
+  /// this many elements: for k a multiple of it, a tile given a shorter multiple of it, past
+  /// which its activation rows hold only zeros, gives the same bits (a zero product leaves a
+  /// lane's sum as it was), so mul_mat may stop there.
+  int64_t zero_tail_step = 0;
 };
 
 /// One kernel set: the node entry points of dispatch.h, then the internals that the kernel

@@ -12,7 +12,15 @@
 // kernel's layout in the first phase instead; the walk is the same. Where the packed kernel
 // also rearranges weight rows (a panel), prefill rearranges each weight tile of a chunk once
 // and walks the chunk's activation tiles over it; decode reads the rows in place.
+//
+// Two kinds of work are skipped where the result cannot differ. With a mask (src[2]), a tile
+// whose outputs it hides is written -inf and not computed, nor its panel packed: the causal
+// future of a prompt's attention scores, about half of them. And where the tile kernel sums
+// lanes of fused multiply-adds from zero (PackedDot::zero_tail_step), an activation tile whose
+// rows end in zeros stops at its last nonzero step: a zero product leaves every lane's sum as
+// it was. Attention's probabilities against V end in such zeros, the softmax of hidden scores.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "cpu/kernels/convert.h"
@@ -20,6 +28,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/dot_transposed.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/mul_mat_skips.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -38,6 +47,16 @@ bool folds_heads(const Tensor& w, const Tensor& x) {
   return x.ne[2] > w.ne[2] && x.ne[1] == 1;
 }
 
+// The mask rows a call reads: one per activation row, or with folded heads the one token's.
+int64_t mask_rows(const Tensor& dst) {
+  return folds_heads(*dst.src[0], *dst.src[1]) ? 1 : dst.ne[1];
+}
+
+// A chunk's weight rows at most (see make_chunking).
+constexpr int64_t kMaxChunk = 64;
+// The most a chunk's panels take when they are walked together (Plan::panels_outer).
+constexpr size_t kPanelsOuterBytes = 32 << 10;
+
 // Rows of a strided weight view gathered at once (a chunk's, at most).
 constexpr int64_t kGatherRows = 64;
 
@@ -53,8 +72,12 @@ struct Plan {
   bool by_lanes = false;         ///< transposed float src0, few src1 rows: dot_transposed_rows
   bool act_tiles_outer = false;  ///< walk a chunk activation tile by activation tile
   bool panel = false;            ///< prefill reads weight tiles through packed->pack_panel
+  bool panels_outer = false;     ///< ... every panel of a chunk at once, activation tiles outer
+  int64_t tail_step = 0;         ///< activation tiles may stop at a multiple of this past zeros
   size_t act_row = 0;            ///< bytes of one converted activation row
-  size_t act_bytes = 0;          ///< shared scratch: every converted activation row
+  size_t extents_at = 0;         ///< shared scratch: where each row's nonzero extent lies
+  size_t spans_at = 0;           ///< shared scratch: where the mask rows' spans lie
+  size_t act_bytes = 0;          ///< shared scratch: every converted activation row (+ extents)
   size_t per_thread = 0;         ///< each thread's own scratch
 };
 
@@ -81,6 +104,10 @@ Plan make_plan(const Tensor& dst) {
     p.tile = p.packed->tile;
     p.act_row = p.packed->act_row_bytes(k);
     p.panel = p.packed->pack_panel != nullptr && !p.gather_w;
+    p.act_tiles_outer = p.packed->act_tiles_outer && !p.panel;
+    if (p.packed->zero_tail_step > 0 && k % p.packed->zero_tail_step == 0) {
+      p.tail_step = p.packed->zero_tail_step;
+    }
   } else {
     p.max_w = p.dk->max_w;
     p.max_a = p.dk->max_a;
@@ -90,8 +117,23 @@ Plan make_plan(const Tensor& dst) {
     p.act_row = core::row_size(p.dk->act_type, k);
   }
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
+  if (p.tail_step > 0) {
+    p.extents_at = align_up(p.act_bytes);
+    p.act_bytes = p.extents_at + static_cast<size_t>(x.nrows()) * sizeof(int32_t);
+  }
+  if (dst.src[2] != nullptr) {
+    p.spans_at = align_up(p.act_bytes);
+    p.act_bytes = p.spans_at + static_cast<size_t>(mask_rows(dst)) * sizeof(MaskSpan);
+  }
   if (p.gather_x) p.per_thread = static_cast<size_t>(k) * sizeof(float);
-  if (p.panel) p.per_thread = std::max(p.per_thread, p.packed->panel_bytes(k));
+  if (p.panel) {
+    // Panels of short rows (attention scores) all fit in L1 together: the chunk walks its
+    // activation tiles over all of them, so each output row is written a run of lines at a
+    // time rather than one line per row down a column, which missed the cache store by store.
+    const size_t all = p.packed->panel_bytes(k) * static_cast<size_t>(kMaxChunk / p.max_w);
+    p.panels_outer = all <= kPanelsOuterBytes;
+    p.per_thread = std::max(p.per_thread, p.panels_outer ? all : p.packed->panel_bytes(k));
+  }
   if (p.by_lanes) {
     p.per_thread = std::max(p.per_thread, dot_transposed_scratch(k, w.ne[1]) * sizeof(float));
   } else if (p.gather_w) {
@@ -127,6 +169,11 @@ void convert_rows(const Tensor& x, const Plan& p, uint8_t* act, uint8_t* local,
     if (p.gather_x) {
       gather_to_f32(Type::kF32, src, x.nb[0], reinterpret_cast<float*>(local), n);
       dense = reinterpret_cast<const float*>(local);
+    }
+    if (p.tail_step > 0) {
+      // Whole rows only; a row split across threads keeps its full length.
+      auto* extents = reinterpret_cast<int32_t*>(act + p.extents_at);
+      if (piece == 0) extents[r] = static_cast<int32_t>(pieces == 1 ? nonzero_extent(dense, n) : k);
     }
     if (p.packed != nullptr) {
       p.packed->pack(dense, out, n);
@@ -184,7 +231,6 @@ struct Chunking {
 // 137 -> 147 t/s on 2 Zen 5 cores. Walked activation tile by activation tile, the weights are
 // what stays, and the bound does not apply (bf16 gained nothing from it).
 Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, int nth) {
-  constexpr int64_t kMaxChunk = 64;
   constexpr int64_t kMaxPanelChunk = 512;
   constexpr int64_t kMaxActChunkBytes = 256 << 10;
   Chunking c;
@@ -243,8 +289,17 @@ void mul_mat_by_lanes(const Tensor& dst, const Plan& p, const uint8_t* act, floa
                                       : act + (act_index + static_cast<size_t>(r)) * p.act_row;
       const size_t lda = p.act_direct ? x.nb[2] : p.act_row;
       auto* out = reinterpret_cast<float*>(dst.row_ptr(first.i1, first.i2 + r, first.i3));
-      dot_transposed_rows(w.type, x.ne[0], w.ne[1], w_batch, w.nb[0], a, lda, n, out, ldo,
-                          static_cast<int64_t>(dst.nb[2] / sizeof(float)), lanes);
+      const auto ldo_row = static_cast<int64_t>(dst.nb[2] / sizeof(float));
+      dot_transposed_rows(w.type, x.ne[0], w.ne[1], w_batch, w.nb[0], a, lda, n, out, ldo, ldo_row,
+                          lanes);
+      if (const Tensor* mask = dst.src[2]) {  // computed whole, then hidden
+        const auto* hide = reinterpret_cast<const float*>(mask->row_ptr(first.i1));
+        for (int j = 0; j < n; ++j) {
+          for (int64_t m = 0; m < w.ne[1]; ++m) {
+            if (hide[m] == -INFINITY) out[j * ldo_row + m * ldo] = -INFINITY;
+          }
+        }
+      }
     }
   }
 }
@@ -263,8 +318,16 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   uint8_t* act = aligned_scratch(args);
   uint8_t* local = thread_scratch(args, p.act_bytes, p.per_thread);
 
-  if (!p.act_direct) {
-    convert_rows(x, p, act, local, args);
+  const Tensor* mask = dst.src[2];
+  if (!p.act_direct || mask != nullptr) {
+    if (!p.act_direct) convert_rows(x, p, act, local, args);
+    if (mask != nullptr) {
+      auto* spans = reinterpret_cast<MaskSpan*>(act + p.spans_at);
+      const Range mine = split_range(mask_rows(dst), args.ith, args.nth);
+      for (int64_t r = mine.begin; r < mine.end; ++r) {
+        spans[r] = scan_mask_row(reinterpret_cast<const float*>(mask->row_ptr(r)), dst.ne[0]);
+      }
+    }
     args.barrier();
   }
 
@@ -291,11 +354,38 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
 
   // Where the batches lie side by side within each weight row (attention's K heads in one
   // cache row), a thread takes whole rows: every batch of a range of rows before the next
-  // range, so memory sees the rows read densely instead of a head's share of each.
-  const bool batches_inner = w.nb[2] < w.nb[1] && ch.batches > 1;
+  // range, so memory sees the rows read densely instead of a head's share of each. Decode only
+  // (a row per head): a prompt reads each row many times over from cache, and its masked
+  // scores would leave the threads given the later rows (the causal future) little to do.
+  const bool batches_inner =
+      w.nb[2] < w.nb[1] && ch.batches > 1 && (fold || rows <= kStreamMaxActRows);
   // The rows gathered into `local` last (gather_w).
   const uint8_t* gathered_from = nullptr;
   int gathered_rows = 0;
+  const TileMask hides{mask, reinterpret_cast<const MaskSpan*>(act + p.spans_at), fold};
+  const bool trim = p.tail_step > 0 && x.nrows() >= args.nth;
+  const auto* extents = reinterpret_cast<const int32_t*>(act + p.extents_at);
+  // The tile's k: past the last nonzero step of its activation rows when it may stop there.
+  const auto tile_k = [&](size_t first_row, int na) {
+    if (!trim) return k;
+    int64_t e = 1;
+    for (int j = 0; j < na; ++j) e = std::max<int64_t>(e, extents[first_row + j]);
+    return std::min(k, (e + p.tail_step - 1) / p.tail_step * p.tail_step);
+  };
+  // One tile, unless the mask hides all of it; the outputs it hides are -inf either way.
+  // `ready` runs before the first tile that computes (a panel packed on demand).
+  const auto run_tile = [&](DotTileFn tile, int64_t kt, const uint8_t* wp, size_t ldw, int64_t iw,
+                            int nw, const uint8_t* ap, size_t lda, int64_t ia, int na, float* out,
+                            const auto& ready) {
+    uint64_t bits[64];
+    const int hidden = mask != nullptr ? hides.hidden(iw, nw, ia, na, bits) : 0;
+    if (hidden < nw * na) {
+      ready();
+      tile(kt, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
+    }
+    if (hidden > 0) TileMask::apply(bits, nw, na, out, ldo_w, ldo_a);
+  };
+  const auto nothing = [] {};
   for (int64_t c = chunks.begin; c < chunks.end; ++c) {
     const int64_t batch = batches_inner ? c % ch.batches : c / per_batch;
     const int64_t within = batches_inner ? c / ch.batches : c % per_batch;
@@ -310,6 +400,46 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     const size_t act_batch = static_cast<size_t>((i3 * x.ne[2] + i2) * x.ne[1]);
     const bool stream_w = !p.gather_w && n1 - n0 <= kStreamMaxActRows;
 
+    if (p.panels_outer && !stream_w) {
+      // Each panel is packed before the first tile that computes with it.
+      const size_t panel_bytes = p.packed->panel_bytes(k);
+      uint64_t packed = 0;
+      for (int64_t ia = n0; ia < n1; ia += p.max_a) {
+        const int na = static_cast<int>(std::min<int64_t>(p.max_a, n1 - ia));
+        const uint8_t* ap = act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
+        // The cells each row's mask hides outside its span are written here, a run at a time;
+        // only panels within the rows' spans go through the tiles.
+        int64_t seen_lo = m0, seen_hi = m1;
+        if (mask != nullptr && ldo_w == 1) {
+          seen_lo = m1;
+          seen_hi = m0;
+          for (int j = 0; j < na; ++j) {
+            const MaskSpan& sp = hides.spans[fold ? 0 : ia + j];
+            const int64_t lo = std::clamp<int64_t>(sp.lo, m0, m1);
+            const int64_t hi = std::clamp<int64_t>(sp.hi, lo, m1);
+            auto* row = reinterpret_cast<float*>(dst.row_ptr(0, i2, i3)) + (ia + j) * ldo_a;
+            std::fill(row + m0, row + lo, -INFINITY);
+            std::fill(row + hi, row + m1, -INFINITY);
+            seen_lo = std::min(seen_lo, lo);
+            seen_hi = std::max(seen_hi, hi);
+          }
+        }
+        for (int64_t iw = m0; iw < m1; iw += p.max_w) {
+          if (iw + p.max_w <= seen_lo || iw >= seen_hi) continue;
+          const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
+          const auto panel = static_cast<size_t>((iw - m0) / p.max_w);
+          uint8_t* wp = local + panel * panel_bytes;
+          auto* out =
+              reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
+          run_tile(p.packed->panel_tile, k, wp, 0, iw, nw, ap, p.act_row, ia, na, out, [&] {
+            if ((packed >> panel) & 1) return;
+            p.packed->pack_panel(k, w_batch + iw * w.nb[1], w.nb[1], nw, wp);
+            packed |= uint64_t{1} << panel;
+          });
+        }
+      }
+      continue;
+    }
     if (p.act_tiles_outer && !stream_w && !p.gather_w) {
       // Each activation tile stays in L1 while the chunk's weight rows stream past it from L2.
       for (int64_t ia = n0; ia < n1; ia += p.max_a) {
@@ -317,11 +447,13 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         const uint8_t* ap = p.act_direct ? x.row_ptr(0, i2, i3) + ia * x_row
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x_row : p.act_row;
+        const int64_t kt = p.act_direct ? k : tile_k(act_batch + static_cast<size_t>(ia), na);
         for (int64_t iw = m0; iw < m1; iw += p.max_w) {
           const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
           auto* out =
               reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
-          p.tile(k, w_batch + iw * w.nb[1], w.nb[1], nw, ap, lda, na, out, ldo_w, ldo_a);
+          run_tile(p.tile, kt, w_batch + iw * w.nb[1], w.nb[1], iw, nw, ap, lda, ia, na, out,
+                   nothing);
         }
       }
       continue;
@@ -345,8 +477,18 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         }
         wp = local + static_cast<size_t>(iw - block) * w_row;
         ldw = w_row;
-      } else if (p.panel && !stream_w) {
-        p.packed->pack_panel(k, wp, ldw, nw, local);
+      }
+      // The panel is packed before the first tile that computes: none when the mask hides
+      // every output of these weight rows in the chunk.
+      const bool by_panel = p.panel && !stream_w && !p.gather_w;
+      bool packed = !by_panel;
+      const uint8_t* const in_place = wp;
+      const auto pack = [&] {
+        if (packed) return;
+        p.packed->pack_panel(k, in_place, w.nb[1], nw, local);
+        packed = true;
+      };
+      if (by_panel) {
         wp = local;
         tile = p.packed->panel_tile;
       }
@@ -357,7 +499,17 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x_row : p.act_row;
         auto* out = reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
-        tile(k, wp, ldw, nw, ap, lda, na, out, ldo_w, ldo_a);
+        // A panel holds every element of its rows: it is read whole.
+        const int64_t kt =
+            p.act_direct || by_panel ? k : tile_k(act_batch + static_cast<size_t>(ia), na);
+        // Output lines of a tile a few tiles on, asked for ahead of their stores: the walk
+        // goes down a column of outputs, a line per row, which no hardware prefetcher follows.
+        if (ldo_w == 1 && ia + 8 * p.max_a < n1) {
+          for (int j = 0; j < p.max_a; ++j) {
+            __builtin_prefetch(out + (8 * p.max_a + j) * ldo_a, 1, 3);
+          }
+        }
+        run_tile(tile, kt, wp, ldw, iw, nw, ap, lda, ia, na, out, pack);
       }
     }
   }

@@ -52,6 +52,7 @@ Status check_ids(const Tensor& ids, int64_t limit, const char* op) {
 void mul_mat(const Tensor& dst) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
+  const Tensor* mask = dst.src[2];
   const Type act = activation_type(w.type);
   const int64_t k = w.ne[0];
   for (int64_t i3 = 0; i3 < dst.ne[3]; ++i3) {
@@ -59,6 +60,10 @@ void mul_mat(const Tensor& dst) {
       for (int64_t n = 0; n < dst.ne[1]; ++n) {
         const std::vector<float> a = round_trip(get_row(x, n, i2, i3), act);
         for (int64_t m = 0; m < dst.ne[0]; ++m) {
+          if (mask != nullptr && get(*mask, m, n, 0, 0) == -INFINITY) {
+            set(dst, m, n, i2, i3, -INFINITY);
+            continue;
+          }
           // Weights broadcast: batch (i2, i3) of src1 uses batch (i2 / r2, i3 / r3) of src0.
           const std::vector<float> wr =
               get_row(w, m, i2 / (x.ne[2] / w.ne[2]), i3 / (x.ne[3] / w.ne[3]));

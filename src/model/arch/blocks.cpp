@@ -147,7 +147,10 @@ Tensor* attend(const LayerBuild& b, const Qkv& in) {
                         p + "fattn");
     return named(core::reshape(ctx, out, {hp.n_embd_q(), T, 1, 1}), p + "attn_merged");
   }
-  Tensor* kq = named(core::mul_mat(ctx, keys, qp), p + "kq");  // [n_kv, T, n_head]
+  // [n_kv, T, n_head]. The mask spares the scores the soft_max hides (a prompt's causal
+  // future), unless a soft cap comes between them.
+  Tensor* kq =
+      named(core::mul_mat(ctx, keys, qp, hp.attn_softcap == 0.0f ? mask : nullptr), p + "kq");
   if (hp.attn_softcap != 0.0f) kq = soft_cap(ctx, kq, hp.attn_softcap, p + "kq");
   kq = named(core::soft_max(ctx, kq, mask, kq_scale), p + "kq_soft_max");
   Tensor* vt = named(core::transpose(ctx, values), p + "v_t");  // [n_kv, hd, n_head_kv]
