@@ -545,7 +545,7 @@ const PackedDot kPackedF16 = {
 // zero; then (l, l + 8), then (+4), then (0, 2) and (1, 3), then the two), so the same bits.
 constexpr int64_t kShortMaxK = 128;
 constexpr int kShortRows = 16;
-constexpr int kShortMaxA = 2;
+constexpr int kShortMaxA = 4;
 
 size_t short_panel_bytes(int64_t k) {
   return static_cast<size_t>(k) * kShortRows * sizeof(float);
@@ -568,8 +568,10 @@ void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, si
                      float* out, int64_t ldo_w, int64_t ldo_a) {
   const float* x[NA];
   for (int c = 0; c < NA; ++c) x[c] = reinterpret_cast<const float*>(a + c * lda);
-  __m512 t4[NA][4];
-  // Lane sums i, i + 4, i + 8 and i + 12 together (2 NA chains side by side), which the tree's
+  // Up to four activation rows share each panel load (a broadcast and a multiply-add each):
+  // the first two tree levels' sums wait in memory, so the 4 NA chains have the registers.
+  alignas(64) float t4[NA][4][16];
+  // Lane sums i, i + 4, i + 8 and i + 12 together (4 NA chains side by side), which the tree's
   // first two levels add into t4[i].
   for (int i = 0; i < 4; ++i) {
     __m512 acc[NA][4];
@@ -586,13 +588,13 @@ void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, si
       }
     }
     for (int c = 0; c < NA; ++c) {
-      t4[c][i] =
-          _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]), _mm512_add_ps(acc[c][1], acc[c][3]));
+      _mm512_store_ps(t4[c][i], _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]),
+                                              _mm512_add_ps(acc[c][1], acc[c][3])));
     }
   }
   for (int c = 0; c < NA; ++c) {
-    const __m512 sum =
-        _mm512_add_ps(_mm512_add_ps(t4[c][0], t4[c][2]), _mm512_add_ps(t4[c][1], t4[c][3]));
+    const auto t = [&](int i) { return _mm512_load_ps(t4[c][i]); };
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(t(0), t(2)), _mm512_add_ps(t(1), t(3)));
     simd::store_first(out + c * ldo_a, sum, nw, ldo_w);
   }
 }
@@ -600,8 +602,16 @@ void short_panel_run(int64_t k, const float* panel, int nw, const uint8_t* a, si
 void short_panel_tile(int64_t k, const uint8_t* w, size_t, int nw, const uint8_t* a, size_t lda,
                       int na, float* out, int64_t ldo_w, int64_t ldo_a) {
   const auto* panel = reinterpret_cast<const float*>(w);
-  if (na == 2) return short_panel_run<2>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
-  short_panel_run<1>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+  switch (na) {
+    case 4:
+      return short_panel_run<4>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+    case 3:
+      return short_panel_run<3>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+    case 2:
+      return short_panel_run<2>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+    default:
+      return short_panel_run<1>(k, panel, nw, a, lda, out, ldo_w, ldo_a);
+  }
 }
 
 // Rows read in place (few activation rows): FloatDot's tiles four rows at a time.
