@@ -77,7 +77,7 @@ struct Plan {
   size_t act_row = 0;            ///< bytes of one converted activation row
   size_t extents_at = 0;         ///< shared scratch: where each row's nonzero extent lies
   size_t spans_at = 0;           ///< shared scratch: where the mask rows' spans lie
-  size_t act_bytes = 0;          ///< shared scratch: every converted activation row (+ extents)
+  size_t act_bytes = 0;          ///< shared scratch: converted activation rows, extents, spans
   size_t per_thread = 0;         ///< each thread's own scratch
 };
 
@@ -365,7 +365,8 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const TileMask hides{mask, reinterpret_cast<const MaskSpan*>(act + p.spans_at), fold};
   const bool trim = p.tail_step > 0 && x.nrows() >= args.nth;
   const auto* extents = reinterpret_cast<const int32_t*>(act + p.extents_at);
-  // The tile's k: past the last nonzero step of its activation rows when it may stop there.
+  // The tile's k: past the last nonzero step of its activation rows when it may stop there
+  // (only packed activations carry extents, so never for rows read in place).
   const auto tile_k = [&](size_t first_row, int na) {
     if (!trim) return k;
     int64_t e = 1;
@@ -447,7 +448,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         const uint8_t* ap = p.act_direct ? x.row_ptr(0, i2, i3) + ia * x_row
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x_row : p.act_row;
-        const int64_t kt = p.act_direct ? k : tile_k(act_batch + static_cast<size_t>(ia), na);
+        const int64_t kt = tile_k(act_batch + static_cast<size_t>(ia), na);
         for (int64_t iw = m0; iw < m1; iw += p.max_w) {
           const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
           auto* out =
@@ -480,7 +481,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
       }
       // The panel is packed before the first tile that computes: none when the mask hides
       // every output of these weight rows in the chunk.
-      const bool by_panel = p.panel && !stream_w && !p.gather_w;
+      const bool by_panel = p.panel && !stream_w;
       bool packed = !by_panel;
       const uint8_t* const in_place = wp;
       const auto pack = [&] {
@@ -500,15 +501,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
         const size_t lda = p.act_direct ? x_row : p.act_row;
         auto* out = reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
         // A panel holds every element of its rows: it is read whole.
-        const int64_t kt =
-            p.act_direct || by_panel ? k : tile_k(act_batch + static_cast<size_t>(ia), na);
-        // Output lines of a tile a few tiles on, asked for ahead of their stores: the walk
-        // goes down a column of outputs, a line per row, which no hardware prefetcher follows.
-        if (ldo_w == 1 && ia + 8 * p.max_a < n1) {
-          for (int j = 0; j < p.max_a; ++j) {
-            __builtin_prefetch(out + (8 * p.max_a + j) * ldo_a, 1, 3);
-          }
-        }
+        const int64_t kt = by_panel ? k : tile_k(act_batch + static_cast<size_t>(ia), na);
         run_tile(tile, kt, wp, ldw, iw, nw, ap, lda, ia, na, out, pack);
       }
     }
