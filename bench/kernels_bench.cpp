@@ -201,11 +201,12 @@ void BM_PrefillAttention(benchmark::State& state, bool whole, bool masked) {
 
 void register_all() {
   const std::pair<const char*, Type> types[] = {
-      {"f32", Type::kF32},   {"f16", Type::kF16},         {"bf16", Type::kBF16},
-      {"q8_0", Type::kQ8_0}, {"q4_0", Type::kQ4_0},       {"q4_1", Type::kQ4_1},
-      {"q5_0", Type::kQ5_0}, {"q5_1", Type::kQ5_1},       {"q2_k", Type::kQ2_K},
-      {"q3_k", Type::kQ3_K}, {"q4_k", Type::kQ4_K},       {"q5_k", Type::kQ5_K},
-      {"q6_k", Type::kQ6_K}, {"q4_0x16", Type::kQ4_0x16}, {"q4_kx16", Type::kQ4_Kx16},
+      {"f32", Type::kF32},         {"f16", Type::kF16},         {"bf16", Type::kBF16},
+      {"q8_0", Type::kQ8_0},       {"q4_0", Type::kQ4_0},       {"q4_1", Type::kQ4_1},
+      {"q5_0", Type::kQ5_0},       {"q5_1", Type::kQ5_1},       {"q2_k", Type::kQ2_K},
+      {"q3_k", Type::kQ3_K},       {"q4_k", Type::kQ4_K},       {"q5_k", Type::kQ5_K},
+      {"q6_k", Type::kQ6_K},       {"q4_0x16", Type::kQ4_0x16}, {"q4_kx16", Type::kQ4_Kx16},
+      {"q8_0x16", Type::kQ8_0x16},
   };
   for (const auto& [name, type] : types) {
     // Decode shapes of a 2048-wide model (attention, FFN, and the output matrix, which is past
@@ -225,10 +226,10 @@ void register_all() {
   // compute-bound case, with short and long rows.
   for (const auto& [name, type] :
        {std::pair{"f32", Type::kF32}, std::pair{"f16", Type::kF16}, std::pair{"bf16", Type::kBF16},
-        std::pair{"q8_0", Type::kQ8_0}, std::pair{"q4_0", Type::kQ4_0},
-        std::pair{"q4_0x16", Type::kQ4_0x16}, std::pair{"q4_k", Type::kQ4_K},
-        std::pair{"q4_kx16", Type::kQ4_Kx16}, std::pair{"q5_k", Type::kQ5_K},
-        std::pair{"q6_k", Type::kQ6_K}}) {
+        std::pair{"q8_0", Type::kQ8_0}, std::pair{"q8_0x16", Type::kQ8_0x16},
+        std::pair{"q4_0", Type::kQ4_0}, std::pair{"q4_0x16", Type::kQ4_0x16},
+        std::pair{"q4_k", Type::kQ4_K}, std::pair{"q4_kx16", Type::kQ4_Kx16},
+        std::pair{"q5_k", Type::kQ5_K}, std::pair{"q6_k", Type::kQ6_K}}) {
     benchmark::RegisterBenchmark((std::string("MulMatPrefill/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 5632, 512})
         ->Args({5632, 2048, 512})

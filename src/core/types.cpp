@@ -76,10 +76,11 @@ constexpr std::array kTable = {
     // Rows are not addressable one by one, so there is no row conversion.
     Entry{T::kQ4_0x16, {"q4_0x16", 32, 18, true, nullptr, nullptr, T::kQ8_0}},
     Entry{T::kQ4_Kx16, {"q4_kx16", 256, 144, true, nullptr, nullptr, T::kQ8_K}},
+    Entry{T::kQ8_0x16, {"q8_0x16", 32, 34, true, nullptr, nullptr, T::kQ8_0}},
 };
 
 constexpr bool is_gguf(Type t) {
-  return t != T::kQ4_0x16 && t != T::kQ4_Kx16;
+  return t != T::kQ4_0x16 && t != T::kQ4_Kx16 && t != T::kQ8_0x16;
 }
 
 constexpr size_t table_type_size(Type t) {
@@ -102,6 +103,7 @@ static_assert(table_type_size(T::kQ6_K) == sizeof(BlockQ6_K));
 static_assert(table_type_size(T::kQ8_K) == sizeof(BlockQ8_K));
 static_assert(table_type_size(T::kQ4_0x16) == sizeof(BlockQ4_0));
 static_assert(table_type_size(T::kQ4_Kx16) == sizeof(BlockQ4_K));
+static_assert(table_type_size(T::kQ8_0x16) == sizeof(BlockQ8_0));
 
 }  // namespace
 
@@ -124,6 +126,7 @@ const TypeTraits& traits(Type t) {
 int64_t interleaved_rows(Type t) {
   if (t == T::kQ4_0x16) return BlockQ4_0x16::kRows;
   if (t == T::kQ4_Kx16) return BlockQ4_Kx16::kRows;
+  if (t == T::kQ8_0x16) return BlockQ8_0x16::kRows;
   return 1;
 }
 

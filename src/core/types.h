@@ -36,6 +36,8 @@ enum class Type : uint32_t {
   kQ4_0x16 = 1002,
   /// Not a GGUF type: q4_k rows regrouped sixteen at a time at load, like kQ4_0x16.
   kQ4_Kx16 = 1003,
+  /// Not a GGUF type: q8_0 rows regrouped sixteen at a time at load, like kQ4_0x16.
+  kQ8_0x16 = 1004,
 };
 
 /// Converts `n` elements (a multiple of the block size) of a row to float.

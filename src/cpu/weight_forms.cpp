@@ -11,7 +11,8 @@ namespace {
 
 /// The grouped form of a plain type's rows, or the type itself where there is none.
 core::Type grouped_form(core::Type type) {
-  for (const core::Type grouped : {core::Type::kQ4_0x16, core::Type::kQ4_Kx16}) {
+  for (const core::Type grouped :
+       {core::Type::kQ4_0x16, core::Type::kQ4_Kx16, core::Type::kQ8_0x16}) {
     if (core::plain_rows_type(grouped) == type) return grouped;
   }
   return type;

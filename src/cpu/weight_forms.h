@@ -10,9 +10,9 @@
 
 namespace strata::cpu {
 
-/// The type a host copy of a weight of `type` and shape `ne` should hold: q4_0x16 for q4_0
-/// and q4_kx16 for q4_k matrices of whole groups of 16 rows where the running kernel set
-/// computes it, else `type`.
+/// The type a host copy of a weight of `type` and shape `ne` should hold: the grouped form
+/// (core/quants/interleave.h) of a matrix of whole groups of 16 rows where the running kernel
+/// set computes it, else `type`.
 core::Type host_weight_type(core::Type type, const std::array<int64_t, 4>& ne);
 
 /// Writes `rows` rows of k elements of `from` (as in the file) into the layout of `to`

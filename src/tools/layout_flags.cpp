@@ -89,8 +89,8 @@ void add_layout_flags(FlagSet& f, LayoutOptions& o) {
              "layers on a device whose budget cannot hold their weights read them from the "
              "model file as they run, through a few slots (implies --paged)");
   f.add_bool({"--no-repack"}, &o.no_repack,
-             "keep the file's layout in the host's copy of the weights (default: q4_0 and q4_k "
-             "matrices are regrouped into the layout the AVX-512 kernels read fastest)");
+             "keep the file's layout in the host's copy of the weights (default: q4_0, q4_k and "
+             "q8_0 matrices are regrouped into the layout the AVX-512 kernels read fastest)");
   f.add_int({"--stream-slots"}, &o.stream_slots,
             "weight streaming: layer slots per device (default: what half of the budget left "
             "holds); set, the device's layers stream even when they fit");

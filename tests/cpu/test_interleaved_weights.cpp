@@ -1,5 +1,5 @@
-// Weights regrouped at load (q4_0x16, q4_kx16): the regrouping is lossless, mul_mat over them
-// gives the bits of mul_mat over the plain rows on every path (decode, small batches,
+// Weights regrouped at load (q4_0x16, q4_kx16, q8_0x16): the regrouping is lossless, mul_mat over
+// them gives the bits of mul_mat over the plain rows on every path (decode, small batches,
 // prefill's panel) and thread count, and the host copies only weights the running kernel set
 // reads.
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ using core::Context;
 using core::Tensor;
 using core::Type;
 
-constexpr Type kGroupedTypes[] = {Type::kQ4_0x16, Type::kQ4_Kx16};
+constexpr Type kGroupedTypes[] = {Type::kQ4_0x16, Type::kQ4_Kx16, Type::kQ8_0x16};
 
 // Rows of `type` quantized from random values.
 std::vector<uint8_t> random_rows(Type type, int64_t rows, int64_t k, uint64_t seed) {
@@ -55,7 +55,8 @@ TEST(InterleaveRows, RoundTripAndKeepEachGroupInItsRowsBytes) {
   }
   EXPECT_EQ(core::plain_rows_type(Type::kQ4_0x16), Type::kQ4_0);
   EXPECT_EQ(core::plain_rows_type(Type::kQ4_Kx16), Type::kQ4_K);
-  EXPECT_EQ(core::plain_rows_type(Type::kQ8_0), Type::kQ8_0);
+  EXPECT_EQ(core::plain_rows_type(Type::kQ8_0x16), Type::kQ8_0);
+  EXPECT_EQ(core::plain_rows_type(Type::kQ6_K), Type::kQ6_K);
 }
 
 TEST(InterleaveRows, PutEachRowsStepInItsLane) {
@@ -79,6 +80,16 @@ TEST(InterleaveRows, PutEachRowsStepInItsLane) {
   EXPECT_EQ(supers[1].dmin[1].bits, k17[1].dmin.bits);
   EXPECT_EQ(0, std::memcmp(supers[1].scales[2][1], k17[1].scales + 8, 4));
   EXPECT_EQ(0, std::memcmp(supers[1].qs[25][1], k17[1].qs + 100, 4));
+  // q8_0: quants 20..23 are step 5.
+  const size_t q8_0_row = core::row_size(Type::kQ8_0, 96);
+  const std::vector<uint8_t> q8_0 = random_rows(Type::kQ8_0, 32, 96, 7);
+  std::vector<uint8_t> q8_0x16(q8_0.size());
+  core::interleave_rows(Type::kQ8_0x16, q8_0.data(), q8_0x16.data(), 32, 96);
+  const auto* q8_blocks =
+      reinterpret_cast<const core::BlockQ8_0x16*>(q8_0x16.data() + 16 * q8_0_row);
+  const auto* q8_17 = reinterpret_cast<const core::BlockQ8_0*>(q8_0.data() + 17 * q8_0_row);
+  EXPECT_EQ(q8_blocks[2].d[1].bits, q8_17[2].d.bits);
+  EXPECT_EQ(0, std::memcmp(q8_blocks[2].qs[5][1], q8_17[2].qs + 20, 4));
 }
 
 // out = w x with w [k, m] in `type`, its bytes given, x [k, n] random.
@@ -146,6 +157,10 @@ TEST(InterleaveRows, Q4_Kx16MulMatGivesThePlainRowsBits) {
   expect_plain_bits(Type::kQ4_Kx16);
 }
 
+TEST(InterleaveRows, Q8_0x16MulMatGivesThePlainRowsBits) {
+  expect_plain_bits(Type::kQ8_0x16);
+}
+
 TEST(InterleaveRows, OnlyWholeGroupsOfDenseRowsMultiply) {
   for (const Type grouped_type : kGroupedTypes) {
     SCOPED_TRACE(core::type_name(grouped_type));
@@ -176,7 +191,6 @@ TEST(InterleaveRows, HostCopiesRegroupOnlyWhatTheKernelsRead) {
     EXPECT_EQ(host_weight_type(plain, {k, 40, 1, 1}), plain);  // not whole groups
     EXPECT_EQ(host_weight_type(plain, {k, 48, 4, 1}), plain);  // experts
   }
-  EXPECT_EQ(host_weight_type(Type::kQ8_0, {64, 48, 1, 1}), Type::kQ8_0);
   EXPECT_EQ(host_weight_type(Type::kQ6_K, {256, 48, 1, 1}), Type::kQ6_K);
   std::vector<uint8_t> src(48 * 144), dst(src.size());
   EXPECT_EQ(convert_weight_rows(Type::kQ8_0, Type::kQ4_0x16, src.data(), dst.data(), 48, 64).code(),

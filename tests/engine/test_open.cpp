@@ -126,6 +126,11 @@ TEST(Open, HostCopyRegroupsQ4_0WithTheSameLogits) {
                                         core::Type::kQ4_0x16);
 }
 
+TEST(Open, HostCopyRegroupsQ8_0WithTheSameLogits) {
+  expect_regrouped_with_the_same_logits("synth256-q8_0.gguf", core::Type::kQ8_0,
+                                        core::Type::kQ8_0x16);
+}
+
 TEST(Open, HostCopyRegroupsQ4_KWithTheSameLogits) {
   expect_regrouped_with_the_same_logits("synth256-q4_k_m.gguf", core::Type::kQ4_K,
                                         core::Type::kQ4_Kx16);

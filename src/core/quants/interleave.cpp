@@ -18,11 +18,11 @@ struct Field {
 };
 
 constexpr Field kQ4_0Fields[] = {{offsetof(BlockQ4_0, d), 2, 2}, {offsetof(BlockQ4_0, qs), 16, 4}};
+constexpr Field kQ8_0Fields[] = {{offsetof(BlockQ8_0, d), 2, 2}, {offsetof(BlockQ8_0, qs), 32, 4}};
 constexpr Field kQ4_KFields[] = {{offsetof(BlockQ4_K, d), 2, 2},
                                  {offsetof(BlockQ4_K, dmin), 2, 2},
                                  {offsetof(BlockQ4_K, scales), 12, 4},
                                  {offsetof(BlockQ4_K, qs), 128, 4}};
-
 struct Layout {
   Type plain;
   std::span<const Field> fields;
@@ -31,6 +31,7 @@ struct Layout {
 Layout layout(Type grouped) {
   if (grouped == Type::kQ4_0x16) return {Type::kQ4_0, kQ4_0Fields};
   if (grouped == Type::kQ4_Kx16) return {Type::kQ4_K, kQ4_KFields};
+  if (grouped == Type::kQ8_0x16) return {Type::kQ8_0, kQ8_0Fields};
   return {grouped, {}};
 }
 

@@ -39,6 +39,15 @@ struct BlockQ4_Kx16 {
 };
 static_assert(sizeof(BlockQ4_Kx16) == BlockQ4_Kx16::kRows * sizeof(BlockQ4_K));
 
+/// Block b of a group of sixteen q8_0 rows (core::Type::kQ8_0x16).
+struct BlockQ8_0x16 {
+  static constexpr int kRows = 16;
+  Half d[kRows];  ///< row r's scale
+  /// Row r's quants 4s..4s+3 at qs[s][r].
+  int8_t qs[8][kRows][4];
+};
+static_assert(sizeof(BlockQ8_0x16) == BlockQ8_0x16::kRows * sizeof(BlockQ8_0));
+
 /// The GGUF type whose rows `grouped` regroups (q4_0 for q4_0x16), or `grouped` itself when
 /// it is not a grouped type.
 Type plain_rows_type(Type grouped);

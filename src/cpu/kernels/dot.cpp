@@ -16,6 +16,8 @@ const DotKernels* dot_kernels(core::Type weight_type) {
       return &kDotBF16;
     case core::Type::kQ8_0:
       return &kDotQ8_0;
+    case core::Type::kQ8_0x16:
+      return packed_dot(weight_type, core::kQK8_0) != nullptr ? &kDotQ8_0 : nullptr;
     case core::Type::kQ4_0:
       return &kDotQ4_0;
     case core::Type::kQ4_0x16:

@@ -136,6 +136,7 @@ Type fallback_type(Type t) {
     case Type::kBF16:
     case Type::kQ4_0x16:
     case Type::kQ4_Kx16:
+    case Type::kQ8_0x16:
       return Type::kF16;
   }
   return Type::kF16;
