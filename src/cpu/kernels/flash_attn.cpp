@@ -191,13 +191,28 @@ void accumulate(float* acc, const float* p, const float* const* v, int64_t n, in
 }
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+/// V rows as f32, 16 elements at a time: rows already f32, or f16 rows converted in registers
+/// (exactly, as f16_to_f32 would).
+struct F32Rows {
+  const void* const* v;
+  [[gnu::always_inline]] __m512 load(int64_t i, int64_t e) const {
+    return _mm512_loadu_ps(static_cast<const float*>(v[i]) + e);
+  }
+};
+struct F16Rows {
+  const void* const* v;
+  [[gnu::always_inline]] __m512 load(int64_t i, int64_t e) const {
+    const auto* h = static_cast<const core::Half*>(v[i]) + e;
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+  }
+};
+
 // Elements [e, e + 64) of R rows' accumulators (hd apart; their probabilities kBlock apart):
 // each cell's V elements are loaded once for all R rows, which then take the same multiply-add
 // per element and cell as accumulate does, in the same order, and skip the same cells (masked:
 // a row whose p is 0 keeps its sums). Sixteen chains of multiply-adds instead of four.
-template <int R>
-void accumulate64(float* acc, const float* p, const float* const* v, int64_t n, int64_t hd,
-                  int64_t e) {
+template <int R, class V>
+void accumulate64(float* acc, const float* p, const V& v, int64_t n, int64_t hd, int64_t e) {
   uint32_t nonzero[R] = {};
   __m512 a[R][4];
   for (int r = 0; r < R; ++r) {
@@ -205,9 +220,7 @@ void accumulate64(float* acc, const float* p, const float* const* v, int64_t n, 
     for (int j = 0; j < 4; ++j) a[r][j] = _mm512_loadu_ps(acc + r * hd + e + 16 * j);
   }
   for (int64_t i = 0; i < n; ++i) {
-    const float* vi = v[i] + e;
-    const __m512 x[4] = {_mm512_loadu_ps(vi), _mm512_loadu_ps(vi + 16), _mm512_loadu_ps(vi + 32),
-                         _mm512_loadu_ps(vi + 48)};
+    const __m512 x[4] = {v.load(i, e), v.load(i, e + 16), v.load(i, e + 32), v.load(i, e + 48)};
     for (int r = 0; r < R; ++r) {
       const __mmask16 take = (nonzero[r] >> i & 1u) != 0 ? 0xffff : 0;
       const __m512 vp = _mm512_set1_ps(p[r * kBlock + i]);
@@ -218,37 +231,56 @@ void accumulate64(float* acc, const float* p, const float* const* v, int64_t n, 
     for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * hd + e + 16 * j, a[r][j]);
   }
 }
-#endif
 
-// accumulate for `rows` rows (accumulators hd apart, probabilities kBlock apart).
-void accumulate_rows(float* acc, const float* p, int rows, const float* const* v, int64_t n,
-                     int64_t hd) {
-#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
-  if (hd % 64 == 0) {
-    for (int r = 0; r < rows; r += 4) {
-      float* a = acc + r * hd;
-      const float* pr = p + r * kBlock;
-      for (int64_t e = 0; e < hd; e += 64) {
-        switch (std::min(4, rows - r)) {
-          case 1:
-            accumulate64<1>(a, pr, v, n, hd, e);
-            break;
-          case 2:
-            accumulate64<2>(a, pr, v, n, hd, e);
-            break;
-          case 3:
-            accumulate64<3>(a, pr, v, n, hd, e);
-            break;
-          default:
-            accumulate64<4>(a, pr, v, n, hd, e);
-            break;
-        }
+template <class V>
+void accumulate_by_fours(float* acc, const float* p, int rows, const V& v, int64_t n, int64_t hd) {
+  for (int r = 0; r < rows; r += 4) {
+    float* a = acc + r * hd;
+    const float* pr = p + r * kBlock;
+    for (int64_t e = 0; e < hd; e += 64) {
+      switch (std::min(4, rows - r)) {
+        case 1:
+          accumulate64<1>(a, pr, v, n, hd, e);
+          break;
+        case 2:
+          accumulate64<2>(a, pr, v, n, hd, e);
+          break;
+        case 3:
+          accumulate64<3>(a, pr, v, n, hd, e);
+          break;
+        default:
+          accumulate64<4>(a, pr, v, n, hd, e);
+          break;
       }
     }
-    return;
+  }
+}
+#endif
+
+// Whether accumulate_rows reads f16 V rows where they lie (rows_f16), without v_row.
+bool reads_f16_rows(Type v_type, int64_t hd) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  return v_type == Type::kF16 && hd % 64 == 0;
+#else
+  (void)v_type;
+  (void)hd;
+  return false;
+#endif
+}
+
+// accumulate for `rows` rows (accumulators hd apart, probabilities kBlock apart): v holds the
+// cells' V rows as f32, or as f16 where reads_f16_rows says so.
+void accumulate_rows(float* acc, const float* p, int rows, const void* const* v, bool f16,
+                     int64_t n, int64_t hd) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  if (hd % 64 == 0) {
+    if (f16) return accumulate_by_fours(acc, p, rows, F16Rows{v}, n, hd);
+    return accumulate_by_fours(acc, p, rows, F32Rows{v}, n, hd);
   }
 #endif
-  for (int r = 0; r < rows; ++r) accumulate(acc + r * hd, p + r * kBlock, v, n, hd);
+  (void)f16;
+  const auto* vf = reinterpret_cast<const float* const*>(v);
+  for (int r = 0; r < rows; ++r) accumulate(acc + r * hd, p + r * kBlock, vf, n, hd);
 }
 
 // A V row as f32: F32 rows are used in place, the others converted into `buf`. Q8_0 values are
@@ -347,6 +379,7 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
   std::fill(w.acc, w.acc + rows.n * hd, 0.0f);
   std::fill(m, m + rows.n, -INFINITY);
   std::fill(l, l + rows.n, 0.0);
+  const bool v_f16 = reads_f16_rows(v.type, hd);
   for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
     const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), w.idx);
     // Scores of runs of consecutive cells, tile by tile.
@@ -397,15 +430,16 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
       }
       exp_block(s, n, m[r]);
     }
-    const float* vr[kBlock];
+    const void* vr[kBlock];
     for (int64_t i = 0; i < n; ++i) {
-      vr[i] = v_row(v.type, v.row_ptr(c0 + w.idx[i], rows.kv_head), w.v + i * hd, hd);
+      const uint8_t* row = v.row_ptr(c0 + w.idx[i], rows.kv_head);
+      vr[i] = v_f16 ? static_cast<const void*>(row) : v_row(v.type, row, w.v + i * hd, hd);
     }
     // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
     for (int64_t i = 0; i < n; ++i) {
       for (int r = 0; r < rows.n; ++r) l[r] += w.s[r * kBlock + i];
     }
-    accumulate_rows(w.acc, w.s, rows.n, vr, n, hd);
+    accumulate_rows(w.acc, w.s, rows.n, vr, v_f16, n, hd);
   }
   for (int r = 0; r < rows.n; ++r) {
     const float inv = l[r] > 0.0 ? static_cast<float>(1.0 / l[r]) : 0.0f;
