@@ -365,6 +365,28 @@ int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t 
   return n;
 }
 
+// l[r] += p[r][i] for the n cells in order, for each of `rows` rows (probabilities kBlock
+// apart): with AVX-512 the eight rows' sums are the lanes of one register of doubles, a cell's
+// probabilities gathered across the rows.
+void add_row_sums(double* l, const float* p, int rows, int64_t n) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  static_assert(kMaxRows == 8);
+  const __mmask8 live = static_cast<__mmask8>((1u << rows) - 1);
+  const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                        _mm256_set1_epi32(static_cast<int>(kBlock)));
+  __m512d sums = _mm512_maskz_loadu_pd(live, l);
+  for (int64_t i = 0; i < n; ++i) {
+    const __m256 cell = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), live, at, p + i, 4);
+    sums = _mm512_add_pd(sums, _mm512_maskz_cvtps_pd(0xff, cell));
+  }
+  _mm512_mask_storeu_pd(l, live, sums);
+#else
+  for (int64_t i = 0; i < n; ++i) {
+    for (int r = 0; r < rows; ++r) l[r] += p[r * kBlock + i];
+  }
+#endif
+}
+
 void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w) {
   const Tensor& k = *dst.src[1];
   const Tensor& v = *dst.src[2];
@@ -436,9 +458,7 @@ void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w
       vr[i] = v_f16 ? static_cast<const void*>(row) : v_row(v.type, row, w.v + i * hd, hd);
     }
     // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
-    for (int64_t i = 0; i < n; ++i) {
-      for (int r = 0; r < rows.n; ++r) l[r] += w.s[r * kBlock + i];
-    }
+    add_row_sums(l, w.s, rows.n, n);
     accumulate_rows(w.acc, w.s, rows.n, vr, v_f16, n, hd);
   }
   for (int r = 0; r < rows.n; ++r) {
