@@ -257,7 +257,8 @@ void accumulate_by_fours(float* acc, const float* p, int rows, const V& v, int64
 }
 #endif
 
-// Whether accumulate_rows reads f16 V rows where they lie (rows_f16), without v_row.
+// Whether accumulate_rows reads f16 V rows where they lie, converting in registers, without
+// v_row's copy.
 bool reads_f16_rows(Type v_type, int64_t hd) {
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   return v_type == Type::kF16 && hd % 64 == 0;
