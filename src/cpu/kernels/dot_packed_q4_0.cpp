@@ -109,10 +109,7 @@ class Q4Rows16 {
     }
   }
 
-  [[gnu::always_inline]] __m512 scales(int64_t b) const {
-    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].d));
-    return _mm512_maskz_cvtph_ps(0xffff, d);
-  }
+  [[gnu::always_inline]] __m512 scales(int64_t b) const { return simd::load_halves16(group_[b].d); }
 
   /// Decode's single activation row: two chains of vpdpbusd (low and high nibbles), so the
   /// block's eight are not one dependency chain.

@@ -137,9 +137,6 @@ constexpr int step_of(int s) {
   }
 }
 
-[[gnu::always_inline]] inline __m512 load_halves(const core::Half* p) {
-  return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
 [[gnu::always_inline]] inline __m512i load_lanes(const uint8_t (&p)[kRows][4]) {
   return _mm512_loadu_si512(p);
 }
@@ -147,7 +144,7 @@ constexpr int step_of(int s) {
 /// Super-block b of a group of sixteen regrouped rows: its scales into half h.
 [[gnu::always_inline]] inline void group_scales(const core::BlockQ4_Kx16& b, PanelScales& out,
                                                 int h) {
-  unpack_scales(load_halves(b.d), load_halves(b.dmin), load_lanes(b.scales[0]),
+  unpack_scales(simd::load_halves16(b.d), simd::load_halves16(b.dmin), load_lanes(b.scales[0]),
                 load_lanes(b.scales[1]), load_lanes(b.scales[2]), out, h);
 }
 

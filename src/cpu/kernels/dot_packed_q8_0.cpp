@@ -12,6 +12,7 @@
 #include "core/quants/interleave.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/simd.h"
 #include "cpu/kernels/simd_int.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
@@ -111,10 +112,7 @@ class Q8Rows16 {
     for (int s = 0; s < 8; ++s) o.u[s] = levels(b, s);
   }
 
-  [[gnu::always_inline]] __m512 scales(int64_t b) const {
-    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].d));
-    return _mm512_maskz_cvtph_ps(0xffff, d);
-  }
+  [[gnu::always_inline]] __m512 scales(int64_t b) const { return simd::load_halves16(group_[b].d); }
 
   /// Decode's single activation row: two chains of vpdpbusd, so the block's eight are not one
   /// dependency chain.

@@ -202,8 +202,7 @@ struct F32Rows {
 struct F16Rows {
   const void* const* v;
   [[gnu::always_inline]] __m512 load(int64_t i, int64_t e) const {
-    const auto* h = static_cast<const core::Half*>(v[i]) + e;
-    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+    return simd::load_halves16(static_cast<const core::Half*>(v[i]) + e);
   }
 };
 

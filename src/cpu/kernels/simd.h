@@ -190,6 +190,12 @@ inline __m256 exp(__m256 x) {
 }
 
 #if defined(__AVX512F__)
+/// Sixteen f16 values at p as f32 (exact).
+[[gnu::always_inline]] inline __m512 load_halves16(const core::Half* p) {
+  // Zero-masked form: GCC 12 flags the unmasked one as maybe-uninitialized.
+  return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 /// exp(__m256) on 16 lanes: the same operations lane by lane, so the same bits.
 inline __m512 exp(__m512 x) {
   // Zero-masked forms where GCC 12 flags the unmasked ones as maybe-uninitialized.
