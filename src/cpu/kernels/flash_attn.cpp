@@ -3,7 +3,9 @@
 //
 // Work items are groups of up to kMaxRows query rows that read the same KV head: the heads of a
 // GQA group and/or consecutive tokens, so each K and V row is loaded and converted once for all
-// of them. Items are dealt to threads round-robin (causal prefill rows differ in length).
+// of them. Items are dealt to threads round-robin (causal prefill rows differ in length). One
+// token's item takes several KV heads (a span) walked side by side, block by block, so a thread
+// reads a contiguous part of each cache row rather than one head's 128 bytes a row apart.
 //
 // Every row's arithmetic is independent of its group, so the grouping (chosen by thread count)
 // changes no bit: a row rounds its query once to k's dot type and walks the cells in blocks of
@@ -33,7 +35,8 @@ namespace {
 using core::Tensor;
 using core::Type;
 
-constexpr int kMaxRows = 8;  ///< query rows per work item
+constexpr int kMaxRows = 8;  ///< query rows per KV head of a work item
+constexpr int kMaxSpan = 8;  ///< KV heads per work item
 /// Cells per online-softmax step. The engine's KV cache hands out cells in pages of 32 (one
 /// sequence's consecutive positions each); steps of the same size, anchored at cell 0, keep a
 /// sequence's steps the same whatever other sequences' pages lie between its own.
@@ -49,12 +52,16 @@ struct Plan {
   int max_w = 1, max_a = 1;
   int64_t hd = 0, n_tokens = 0, n_head_kv = 0, group = 0;
   int64_t heads_per_item = 1, tokens_per_item = 1;
+  /// KV heads an item walks side by side, block by block (decode): a thread then reads a
+  /// contiguous span of each cache row instead of one head's part of it.
+  int64_t kv_per_item = 1;
   size_t q_row = 0;  ///< bytes of one query row in k's dot type
   size_t off_q = 0, off_qc = 0, off_acc = 0, off_s = 0, off_idx = 0, off_v = 0, total = 0;
 
   int64_t head_chunks() const { return (group + heads_per_item - 1) / heads_per_item; }
   int64_t token_blocks() const { return (n_tokens + tokens_per_item - 1) / tokens_per_item; }
-  int64_t items() const { return token_blocks() * n_head_kv * head_chunks(); }
+  int64_t kv_spans() const { return n_head_kv / kv_per_item; }
+  int64_t items() const { return token_blocks() * kv_spans() * head_chunks(); }
 };
 
 // Rows as large as kMaxRows allows, shrunk until the threads are dealt enough items.
@@ -84,6 +91,16 @@ Plan make_plan(const Tensor& dst, int nth) {
       break;
     }
   }
+  // One token's items, each a whole GQA group: the KV heads dealt evenly, a span per thread.
+  if (p.n_tokens == 1 && p.heads_per_item == p.group && p.items() % nth == 0) {
+    const int64_t per = p.n_head_kv / nth;
+    for (int64_t d = std::min<int64_t>(per, kMaxSpan); d > 1; --d) {
+      if (p.n_head_kv % d == 0 && (p.n_head_kv / d) % nth == 0) {
+        p.kv_per_item = d;
+        break;
+      }
+    }
+  }
   const auto floats = [](int64_t n) { return align_up(static_cast<size_t>(n) * sizeof(float)); };
   if (p.dk != nullptr) {
     p.cells = packed_dot_f16_cells(k.type, p.hd);
@@ -94,11 +111,12 @@ Plan make_plan(const Tensor& dst, int nth) {
   p.q_row = p.cells != nullptr
                 ? p.cells->act_row_bytes(p.hd)
                 : core::row_size(p.dk != nullptr ? p.dk->act_type : Type::kF32, p.hd);
+  const int64_t span = p.kv_per_item;
   p.off_qc = p.off_q + floats(p.hd);
-  p.off_acc = p.off_qc + align_up(kMaxRows * p.q_row);
-  p.off_s = p.off_acc + floats(kMaxRows * p.hd);
-  p.off_idx = p.off_s + floats(kMaxRows * kBlock);
-  p.off_v = p.off_idx + align_up(kBlock * sizeof(int32_t));
+  p.off_acc = p.off_qc + align_up(span * kMaxRows * p.q_row);
+  p.off_s = p.off_acc + floats(span * kMaxRows * p.hd);
+  p.off_idx = p.off_s + floats(span * kMaxRows * kBlock);
+  p.off_v = p.off_idx + align_up(span * kBlock * sizeof(int32_t));
   p.total = p.off_v + floats(kBlock * p.hd);
   return p;
 }
@@ -206,29 +224,53 @@ struct F16Rows {
   }
 };
 
-// Elements [e, e + 64) of R rows' accumulators (hd apart; their probabilities kBlock apart):
-// each cell's V elements are loaded once for all R rows, which then take the same multiply-add
-// per element and cell as accumulate does, in the same order, and skip the same cells (masked:
-// a row whose p is 0 keeps its sums). Sixteen chains of multiply-adds instead of four.
-template <int R, class V>
-void accumulate64(float* acc, const float* p, const V& v, int64_t n, int64_t hd, int64_t e) {
-  uint32_t nonzero[R] = {};
+template <int R, bool kSkips, class V>
+void accumulate64(float* acc, const float* p, const uint32_t* nonzero, const V& v, int64_t n,
+                  int64_t hd, int64_t e) {
   __m512 a[R][4];
   for (int r = 0; r < R; ++r) {
-    for (int64_t i = 0; i < n; ++i) nonzero[r] |= (p[r * kBlock + i] != 0.0f ? 1u : 0u) << i;
     for (int j = 0; j < 4; ++j) a[r][j] = _mm512_loadu_ps(acc + r * hd + e + 16 * j);
   }
   for (int64_t i = 0; i < n; ++i) {
     const __m512 x[4] = {v.load(i, e), v.load(i, e + 16), v.load(i, e + 32), v.load(i, e + 48)};
     for (int r = 0; r < R; ++r) {
-      const __mmask16 take = (nonzero[r] >> i & 1u) != 0 ? 0xffff : 0;
       const __m512 vp = _mm512_set1_ps(p[r * kBlock + i]);
-      for (int j = 0; j < 4; ++j) a[r][j] = _mm512_mask3_fmadd_ps(vp, x[j], a[r][j], take);
+      if constexpr (kSkips) {
+        const __mmask16 take = (nonzero[r] >> i & 1u) != 0 ? 0xffff : 0;
+        for (int j = 0; j < 4; ++j) a[r][j] = _mm512_mask3_fmadd_ps(vp, x[j], a[r][j], take);
+      } else {
+        for (int j = 0; j < 4; ++j) a[r][j] = _mm512_fmadd_ps(vp, x[j], a[r][j]);
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * hd + e + 16 * j, a[r][j]);
   }
+}
+
+// Elements [e, e + 64) of R rows' accumulators (hd apart; their probabilities kBlock apart):
+// each cell's V elements are loaded once for all R rows, which then take the same multiply-add
+// per element and cell as accumulate does, in the same order, and skip the same cells (masked:
+// a row whose p is 0 keeps its sums; where no p is 0, no masks). Sixteen chains of multiply-adds
+// instead of four.
+template <int R, class V>
+void accumulate64(float* acc, const float* p, const V& v, int64_t n, int64_t hd, int64_t e) {
+  uint32_t nonzero[R] = {};
+  const uint32_t all = n == 32 ? ~0u : (1u << n) - 1;
+  bool skips = false;
+  static_assert(kBlock == 32);
+  const auto lo = static_cast<__mmask16>(all), hi = static_cast<__mmask16>(all >> 16);
+  for (int r = 0; r < R; ++r) {
+    const float* pr = p + r * kBlock;
+    const __mmask16 nz_lo = _mm512_mask_cmp_ps_mask(lo, _mm512_maskz_loadu_ps(lo, pr),
+                                                    _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    const __mmask16 nz_hi = _mm512_mask_cmp_ps_mask(hi, _mm512_maskz_loadu_ps(hi, pr + 16),
+                                                    _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    nonzero[r] = static_cast<uint32_t>(nz_lo) | static_cast<uint32_t>(nz_hi) << 16;
+    skips |= nonzero[r] != all;
+  }
+  if (skips) return accumulate64<R, true>(acc, p, nonzero, v, n, hd, e);
+  accumulate64<R, false>(acc, p, nonzero, v, n, hd, e);
 }
 
 template <class V>
@@ -343,15 +385,6 @@ struct Rows {
   int64_t head[kMaxRows] = {};
 };
 
-struct Scratch {
-  float* q;      ///< a query row as dense f32
-  uint8_t* qc;   ///< the item's query rows in k's dot type, q_row bytes apart
-  float* acc;    ///< per row: running sum of p_j v_j [hd]
-  float* s;      ///< per row: scores, then probabilities, of the block's cells [kBlock]
-  int32_t* idx;  ///< the block's cells visible to some row, as offsets within the block
-  float* v;      ///< the block's V rows converted to f32 [kBlock][hd]
-};
-
 // Cells of [c0, c0 + nc) visible to at least one row; returns how many.
 int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t nc, int32_t* idx) {
   int64_t n = 0;
@@ -365,19 +398,44 @@ int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t 
   return n;
 }
 
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+// r[i][j] -> r[j][i] for 8 registers of 8 floats.
+void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+#endif
+
 // l[r] += p[r][i] for the n cells in order, for each of `rows` rows (probabilities kBlock
-// apart): with AVX-512 the eight rows' sums are the lanes of one register of doubles, a cell's
-// probabilities gathered across the rows.
+// apart): with AVX-512 the eight rows' sums are the lanes of one register of doubles, the
+// probabilities transposed eight cells at a time so that a register holds one cell's rows.
 void add_row_sums(double* l, const float* p, int rows, int64_t n) {
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   static_assert(kMaxRows == 8);
   const __mmask8 live = static_cast<__mmask8>((1u << rows) - 1);
-  const __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                        _mm256_set1_epi32(static_cast<int>(kBlock)));
   __m512d sums = _mm512_maskz_loadu_pd(live, l);
-  for (int64_t i = 0; i < n; ++i) {
-    const __m256 cell = _mm256_mmask_i32gather_ps(_mm256_setzero_ps(), live, at, p + i, 4);
-    sums = _mm512_add_pd(sums, _mm512_maskz_cvtps_pd(0xff, cell));
+  for (int64_t i = 0; i < n; i += 8) {
+    const int cells = static_cast<int>(std::min<int64_t>(8, n - i));
+    const auto take = static_cast<__mmask8>((1u << cells) - 1);
+    __m256 r[8];
+    for (int j = 0; j < 8; ++j) {
+      r[j] = j < rows ? _mm256_maskz_loadu_ps(take, p + j * kBlock + i) : _mm256_setzero_ps();
+    }
+    transpose8(r);
+    for (int c = 0; c < cells; ++c) sums = _mm512_add_pd(sums, _mm512_maskz_cvtps_pd(0xff, r[c]));
   }
   _mm512_mask_storeu_pd(l, live, sums);
 #else
@@ -387,92 +445,127 @@ void add_row_sums(double* l, const float* p, int rows, int64_t n) {
 #endif
 }
 
-void attend(const Tensor& dst, const Plan& p, const Rows& rows, const Scratch& w) {
-  const Tensor& k = *dst.src[1];
-  const Tensor& v = *dst.src[2];
-  const Tensor* mask = dst.src[3];
-  const auto& fp = std::get<core::FlashAttnParams>(dst.params);
-  // ggml divides the scale by the cap once and caps the scaled score: tanhf of s * (scale / cap).
-  const float softcap = fp.softcap;
-  const float scale = softcap != 0.0f ? fp.scale / softcap : fp.scale;
-  const int64_t hd = p.hd, n_kv = k.ne[1];
+// One KV head's rows of a work item: their queries, and their running state over the cells.
+struct Group {
+  Rows rows;
+  uint8_t* qc;   ///< the rows' queries in k's dot type, q_row bytes apart
+  float* acc;    ///< per row: running sum of p_j v_j [hd]
+  float* s;      ///< per row: scores, then probabilities, of the block's cells [kBlock]
+  int32_t* idx;  ///< the block's cells visible to some row, as offsets within the block
   float m[kMaxRows];
   double l[kMaxRows];
-  std::fill(w.acc, w.acc + rows.n * hd, 0.0f);
-  std::fill(m, m + rows.n, -INFINITY);
-  std::fill(l, l + rows.n, 0.0);
-  const bool v_f16 = reads_f16_rows(v.type, hd);
-  for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
-    const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), w.idx);
-    // Scores of runs of consecutive cells, tile by tile.
-    for (int64_t i = 0; i < n;) {
-      int64_t run = 1;
-      while (i + run < n && run < p.max_w && w.idx[i + run] == w.idx[i] + run) ++run;
-      for (int r = 0; r < rows.n; r += p.max_a) {
-        p.tile(hd, k.row_ptr(c0 + w.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
-               w.qc + r * p.q_row, p.q_row, std::min(p.max_a, rows.n - r), w.s + r * kBlock + i, 1,
-               kBlock);
-      }
-      i += run;
+};
+
+// What every block of a node reads.
+struct Node {
+  const Tensor& k;
+  const Tensor& v;
+  const Tensor* mask;
+  float softcap, scale;  ///< ggml divides the scale by the cap once: tanhf of s * (scale / cap)
+  bool v_f16;
+};
+
+// The group's rows take the cells [c0, c0 + kBlock) into their running state; vbuf holds the
+// block's V rows where they need converting.
+void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vbuf) {
+  const Tensor& k = nd.k;
+  const Tensor* mask = nd.mask;
+  const Rows& rows = g.rows;
+  const int64_t hd = p.hd, n_kv = k.ne[1];
+  const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), g.idx);
+  // Scores of runs of consecutive cells, tile by tile.
+  for (int64_t i = 0; i < n;) {
+    int64_t run = 1;
+    while (i + run < n && run < p.max_w && g.idx[i + run] == g.idx[i] + run) ++run;
+    for (int r = 0; r < rows.n; r += p.max_a) {
+      p.tile(hd, k.row_ptr(c0 + g.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
+             g.qc + r * p.q_row, p.q_row, std::min(p.max_a, rows.n - r), g.s + r * kBlock + i, 1,
+             kBlock);
     }
-    // Every cell visible, no cap and a dense mask row (decode, and prompt rows past the
-    // diagonal): the scores in vectors, the same operations per cell.
-    const bool dense_block =
-        n == kBlock && softcap == 0.0f && (mask == nullptr || mask->nb[0] == sizeof(float));
-    for (int r = 0; r < rows.n; ++r) {
-      float* s = w.s + r * kBlock;
-      const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
-      float bmax = -INFINITY;
-      if (dense_block) {
-        const float* mv = mrow != nullptr ? reinterpret_cast<const float*>(mrow) + c0 : nullptr;
-        bmax = scores_dense(s, mv, scale);
-      } else {
-        for (int64_t i = 0; i < n; ++i) {
-          float x = s[i] * scale;
-          if (softcap != 0.0f) x = softcap * std::tanh(x);
-          if (mrow != nullptr) {
-            const float mv = load_f32(mrow + (c0 + w.idx[i]) * mask->nb[0]);
-            x = mv == -INFINITY ? -INFINITY : x + mv;
-          }
-          s[i] = x;
-          bmax = std::max(bmax, x);
-        }
-      }
-      if (bmax == -INFINITY) {
-        std::fill(s, s + n, 0.0f);  // nothing this row sees in the block
-        continue;
-      }
-      if (bmax > m[r]) {
-        if (m[r] != -INFINITY) {
-          const float f = std::exp(m[r] - bmax);
-          for (int64_t i = 0; i < hd; ++i) w.acc[r * hd + i] *= f;
-          l[r] *= f;
-        }
-        m[r] = bmax;
-      }
-      exp_block(s, n, m[r]);
-    }
-    const void* vr[kBlock];
-    for (int64_t i = 0; i < n; ++i) {
-      const uint8_t* row = v.row_ptr(c0 + w.idx[i], rows.kv_head);
-      vr[i] = v_f16 ? static_cast<const void*>(row) : v_row(v.type, row, w.v + i * hd, hd);
-    }
-    // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
-    add_row_sums(l, w.s, rows.n, n);
-    accumulate_rows(w.acc, w.s, rows.n, vr, v_f16, n, hd);
+    i += run;
   }
+  // Every cell visible, no cap and a dense mask row (decode, and prompt rows past the
+  // diagonal): the scores in vectors, the same operations per cell.
+  const bool dense_block =
+      n == kBlock && nd.softcap == 0.0f && (mask == nullptr || mask->nb[0] == sizeof(float));
   for (int r = 0; r < rows.n; ++r) {
-    const float inv = l[r] > 0.0 ? static_cast<float>(1.0 / l[r]) : 0.0f;
-    auto* out = reinterpret_cast<float*>(dst.row_ptr(rows.head[r], rows.token[r]));
-    for (int64_t i = 0; i < hd; ++i) out[i] = w.acc[r * hd + i] * inv;
+    float* s = g.s + r * kBlock;
+    const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
+    float bmax = -INFINITY;
+    if (dense_block) {
+      const float* mv = mrow != nullptr ? reinterpret_cast<const float*>(mrow) + c0 : nullptr;
+      bmax = scores_dense(s, mv, nd.scale);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        float x = s[i] * nd.scale;
+        if (nd.softcap != 0.0f) x = nd.softcap * std::tanh(x);
+        if (mrow != nullptr) {
+          const float mv = load_f32(mrow + (c0 + g.idx[i]) * mask->nb[0]);
+          x = mv == -INFINITY ? -INFINITY : x + mv;
+        }
+        s[i] = x;
+        bmax = std::max(bmax, x);
+      }
+    }
+    if (bmax == -INFINITY) {
+      std::fill(s, s + n, 0.0f);  // nothing this row sees in the block
+      continue;
+    }
+    if (bmax > g.m[r]) {
+      if (g.m[r] != -INFINITY) {
+        const float f = std::exp(g.m[r] - bmax);
+        for (int64_t i = 0; i < hd; ++i) g.acc[r * hd + i] *= f;
+        g.l[r] *= f;
+      }
+      g.m[r] = bmax;
+    }
+    exp_block(s, n, g.m[r]);
+  }
+  const void* vr[kBlock];
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* row = nd.v.row_ptr(c0 + g.idx[i], rows.kv_head);
+    vr[i] = nd.v_f16 ? static_cast<const void*>(row) : v_row(nd.v.type, row, vbuf + i * hd, hd);
+  }
+  // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
+  add_row_sums(g.l, g.s, rows.n, n);
+  accumulate_rows(g.acc, g.s, rows.n, vr, nd.v_f16, n, hd);
+}
+
+// An item's groups walk the cells block by block, side by side; then out = acc / l per row.
+void attend(const Tensor& dst, const Plan& p, Group* groups, int64_t n_groups, float* vbuf) {
+  const auto& fp = std::get<core::FlashAttnParams>(dst.params);
+  const Node nd{*dst.src[1],
+                *dst.src[2],
+                dst.src[3],
+                fp.softcap,
+                fp.softcap != 0.0f ? fp.scale / fp.softcap : fp.scale,
+                reads_f16_rows(dst.src[2]->type, p.hd)};
+  const int64_t hd = p.hd, n_kv = nd.k.ne[1];
+  for (int64_t gi = 0; gi < n_groups; ++gi) {
+    Group& g = groups[gi];
+    std::fill(g.acc, g.acc + g.rows.n * hd, 0.0f);
+    std::fill(g.m, g.m + g.rows.n, -INFINITY);
+    std::fill(g.l, g.l + g.rows.n, 0.0);
+  }
+  for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
+    for (int64_t gi = 0; gi < n_groups; ++gi) attend_block(nd, p, groups[gi], c0, vbuf);
+  }
+  for (int64_t gi = 0; gi < n_groups; ++gi) {
+    const Group& g = groups[gi];
+    for (int r = 0; r < g.rows.n; ++r) {
+      const float inv = g.l[r] > 0.0 ? static_cast<float>(1.0 / g.l[r]) : 0.0f;
+      auto* out = reinterpret_cast<float*>(dst.row_ptr(g.rows.head[r], g.rows.token[r]));
+      for (int64_t i = 0; i < hd; ++i) out[i] = g.acc[r * hd + i] * inv;
+    }
   }
 }
 
-// Item i's rows: token block outermost, then KV head, then chunk of that head's query heads.
-Rows item_rows(const Plan& p, int64_t item) {
+// Item i's rows of its j-th KV head: token block outermost, then span of KV heads, then chunk
+// of each head's query heads.
+Rows item_rows(const Plan& p, int64_t item, int64_t j) {
   const int64_t chunk = item % p.head_chunks();
-  const int64_t kv_head = item / p.head_chunks() % p.n_head_kv;
-  const int64_t t0 = item / (p.head_chunks() * p.n_head_kv) * p.tokens_per_item;
+  const int64_t kv_head = item / p.head_chunks() % p.kv_spans() * p.kv_per_item + j;
+  const int64_t t0 = item / (p.head_chunks() * p.kv_spans()) * p.tokens_per_item;
   const int64_t h0 = kv_head * p.group + chunk * p.heads_per_item;
   const int64_t h1 = std::min(h0 + p.heads_per_item, (kv_head + 1) * p.group);
   Rows rows;
@@ -497,21 +590,30 @@ void flash_attn(const Tensor& dst, const KernelArgs& args) {
   const Tensor& q = *dst.src[0];
   const Plan p = make_plan(dst, args.nth);
   uint8_t* area = thread_scratch(args, 0, p.total);
-  const Scratch w{
-      reinterpret_cast<float*>(area + p.off_q),     area + p.off_qc,
-      reinterpret_cast<float*>(area + p.off_acc),   reinterpret_cast<float*>(area + p.off_s),
-      reinterpret_cast<int32_t*>(area + p.off_idx), reinterpret_cast<float*>(area + p.off_v)};
+  auto* qf = reinterpret_cast<float*>(area + p.off_q);
+  auto* vbuf = reinterpret_cast<float*>(area + p.off_v);
+  Group groups[kMaxSpan];
+  for (int64_t j = 0; j < p.kv_per_item; ++j) {
+    Group& g = groups[j];
+    g.qc = area + p.off_qc + j * kMaxRows * p.q_row;
+    g.acc = reinterpret_cast<float*>(area + p.off_acc) + j * kMaxRows * p.hd;
+    g.s = reinterpret_cast<float*>(area + p.off_s) + j * kMaxRows * kBlock;
+    g.idx = reinterpret_cast<int32_t*>(area + p.off_idx) + j * kBlock;
+  }
   for (int64_t item = args.ith; item < p.items(); item += args.nth) {
-    const Rows rows = item_rows(p, item);
-    for (int r = 0; r < rows.n; ++r) {
-      gather_to_f32(Type::kF32, q.row_ptr(rows.token[r], rows.head[r]), q.nb[0], w.q, p.hd);
-      if (p.cells != nullptr) {
-        p.cells->pack(w.q, w.qc + r * p.q_row, p.hd);
-      } else {
-        convert_activations(p.dk->act_type, w.q, w.qc + r * p.q_row, p.hd);
+    for (int64_t j = 0; j < p.kv_per_item; ++j) {
+      Group& g = groups[j];
+      g.rows = item_rows(p, item, j);
+      for (int r = 0; r < g.rows.n; ++r) {
+        gather_to_f32(Type::kF32, q.row_ptr(g.rows.token[r], g.rows.head[r]), q.nb[0], qf, p.hd);
+        if (p.cells != nullptr) {
+          p.cells->pack(qf, g.qc + r * p.q_row, p.hd);
+        } else {
+          convert_activations(p.dk->act_type, qf, g.qc + r * p.q_row, p.hd);
+        }
       }
     }
-    attend(dst, p, rows, w);
+    attend(dst, p, groups, p.kv_per_item, vbuf);
   }
 }
 
