@@ -204,10 +204,11 @@ using RowReference = std::function<float(const uint8_t* w, const float* x, int64
 // equals the reference's for that pair of rows bit for bit, for each row length in ks.
 int expect_packed_equals(core::Type wt, std::initializer_list<int64_t> ks,
                          const std::function<float(std::mt19937&, int64_t)>& value,
-                         const RowReference& reference) {
+                         const RowReference& reference,
+                         const PackedDot* (*kernel)(core::Type, int64_t) = nullptr) {
   int checked = 0;
   for (int64_t k : ks) {
-    const PackedDot* pd = kernel_set().packed_dot(wt, k);
+    const PackedDot* pd = (kernel != nullptr ? kernel : kernel_set().packed_dot)(wt, k);
     if (pd == nullptr) continue;
     ++checked;
     std::mt19937 rng(static_cast<unsigned>(k) + 3);
@@ -272,6 +273,28 @@ TEST(PackedDotTile, F16EqualsThePlainKernelBitForBit) {
   const core::Type f16 = core::Type::kF16;
   if (expect_packed_equals(f16, {16, 64, 80, 512, 2064}, value, plain_kernel(f16)) == 0) {
     GTEST_SKIP() << "no packed f16 kernel in this build";
+  }
+}
+
+// Flash attention's f16 scores: each output one chain of fused multiply-adds over the elements
+// in order, the activations rounded to f16, whatever the tile shape.
+TEST(PackedDotTile, FlashScoresChainTheirMultiplyAdds) {
+  if (kernel_set().flash_scores == nullptr) GTEST_SKIP() << "no flash score kernel in this set";
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-8, 8);
+  const auto value = [&](std::mt19937& rng, int64_t) { return std::ldexp(dist(rng), scale(rng)); };
+  const auto chain = [](const uint8_t* w, const float* x, int64_t k) {
+    const auto* h = reinterpret_cast<const core::Half*>(w);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < k; ++i) {
+      acc =
+          std::fma(core::half_to_float(h[i]), core::half_to_float(core::float_to_half(x[i])), acc);
+    }
+    return acc;
+  };
+  if (expect_packed_equals(core::Type::kF16, {16, 64, 128, 256}, value, chain,
+                           kernel_set().flash_scores) == 0) {
+    GTEST_SKIP() << "no flash score kernel for these lengths";
   }
 }
 

@@ -11,6 +11,10 @@
 // multiply-adds are not held back by loads; the transposes then take about 40% of the time.
 // On one AMD Zen 4 core, 32 cells against 8 query rows of 64 (in L1): 710 ns with the 4 x 6 f16
 // tile, 520 ns here; DecodeAttention/4096 (one layer, 2 threads) 0.68 -> 0.59 ms.
+//
+// Flash attention needs no agreement with mul_mat's lanes: its variant (chained_tile) sums each
+// output in element order, one multiply-add after another, across the same transposed rows, so
+// a column is loaded once for all 8 query rows and no lanes are added up.
 #include <algorithm>
 
 #include "cpu/kernels/dot_packed.h"
@@ -109,12 +113,10 @@ void outputs(int64_t k, const float* cols, const float* const* a, __m512 sums[][
   }
 }
 
-// The DotTileFn contract for up to 32 f16 weight rows and up to 8 activation rows held as f32
-// (f16 values: kPackedF16's layout), k a multiple of 16 up to kMaxK.
-void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
-                int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+// The weight rows [0, nw) of w (ldw bytes apart), f16, as columns: cols[d * 32 + i] is element d
+// of row i (zero for rows past nw); k a multiple of 16 up to kMaxK.
+void transpose_rows(int64_t k, const uint8_t* w, size_t ldw, int nw, float* cols) {
   constexpr int kWidth = kGroups * kRows;
-  alignas(64) float cols[kMaxK * kWidth];
   // A head's share of each cache row, a row apart: ask for the rows two calls on, which the
   // hardware prefetchers do not follow on their own (the float tiles ask alike).
   const size_t row_bytes = static_cast<size_t>(k) * 2;
@@ -138,6 +140,27 @@ void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* 
       for (int j = 0; j < kRows; ++j) _mm512_store_ps(cols + (d0 + j) * kWidth + g * kRows, r[j]);
     }
   }
+}
+
+// Stores the outputs of activation rows [c, c + nq) (16 weight rows a register, kGroups registers
+// a row) where the DotTileFn contract puts them.
+void store_outputs(const __m512 (*sums)[kGroups], int c, int nq, int nw, float* out, int64_t ldo_w,
+                   int64_t ldo_a) {
+  for (int q = 0; q < nq; ++q) {
+    float* o = out + (c + q) * ldo_a;
+    for (int g = 0; g < kGroups && g * kRows < nw; ++g) {
+      const int n = std::min(kRows, nw - g * kRows);
+      simd::store_first(o + g * kRows * ldo_w, sums[q][g], n, ldo_w);
+    }
+  }
+}
+
+// The DotTileFn contract for up to 32 f16 weight rows and up to 8 activation rows held as f32
+// (f16 values: kPackedF16's layout), k a multiple of 16 up to kMaxK.
+void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  alignas(64) float cols[kMaxK * kGroups * kRows];
+  transpose_rows(k, w, ldw, nw, cols);
   for (int c = 0; c < na; c += kQueries) {
     // A missing activation row repeats the last one; its outputs are not stored.
     const float* rows[kQueries];
@@ -147,21 +170,67 @@ void cells_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* 
     }
     __m512 sums[kQueries][kGroups];
     outputs<kGroups, kQueries>(k, cols, rows, sums);
-    for (int q = 0; q < std::min(kQueries, na - c); ++q) {
-      float* o = out + (c + q) * ldo_a;
-      for (int g = 0; g < kGroups && g * kRows < nw; ++g) {
-        const int n = std::min(kRows, nw - g * kRows);
-        simd::store_first(o + g * kRows * ldo_w, sums[q][g], n, ldo_w);
-      }
+    store_outputs(sums, c, std::min(kQueries, na - c), nw, out, ldo_w, ldo_a);
+  }
+}
+
+// Q activation rows' outputs against the transposed rows, each one chain of multiply-adds over
+// the elements in order (no lanes to sum): every broadcast element feeds kGroups registers of
+// rows, each loaded column Q activation rows.
+template <int Q>
+void chained_outputs(int64_t k, const float* cols, const float* const* a, __m512 sums[][kGroups]) {
+  constexpr int kWidth = kGroups * kRows;
+  for (int q = 0; q < Q; ++q) {
+    for (int g = 0; g < kGroups; ++g) sums[q][g] = _mm512_setzero_ps();
+  }
+  for (int64_t d = 0; d < k; ++d) {
+    __m512 col[kGroups];
+    for (int g = 0; g < kGroups; ++g) col[g] = _mm512_load_ps(cols + d * kWidth + g * kRows);
+    for (int q = 0; q < Q; ++q) {
+      const __m512 b = _mm512_set1_ps(a[q][d]);
+      for (int g = 0; g < kGroups; ++g) sums[q][g] = _mm512_fmadd_ps(col[g], b, sums[q][g]);
     }
   }
 }
 
-PackedDot make_cells_f16(const PackedDot& f16) {
+// cells_tile's contract with each output summed in element order, one multiply-add after
+// another: flash attention's scores. Without the 16 lanes to add up, a block of 32 cells against
+// 8 query rows takes half the loads of the columns and none of the lane sums.
+void chained_tile(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                  int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  alignas(64) float cols[kMaxK * kGroups * kRows];
+  transpose_rows(k, w, ldw, nw, cols);
+  for (int c = 0; c < na;) {
+    const float* rows[kMaxAct];
+    const int left = na - c;
+    for (int q = 0; q < std::min(left, kMaxAct); ++q) {
+      rows[q] = reinterpret_cast<const float*>(a + static_cast<size_t>(c + q) * lda);
+    }
+    __m512 sums[kMaxAct][kGroups];
+    int nq = 0;
+    if (left >= 8) {
+      chained_outputs<8>(k, cols, rows, sums);
+      nq = 8;
+    } else if (left >= 4) {
+      chained_outputs<4>(k, cols, rows, sums);
+      nq = 4;
+    } else if (left >= 2) {
+      chained_outputs<2>(k, cols, rows, sums);
+      nq = 2;
+    } else {
+      chained_outputs<1>(k, cols, rows, sums);
+      nq = 1;
+    }
+    store_outputs(sums, c, nq, nw, out, ldo_w, ldo_a);
+    c += nq;
+  }
+}
+
+PackedDot make_cells_f16(const PackedDot& f16, DotTileFn tile) {
   PackedDot d = f16;
   d.max_w = kGroups * kRows;
   d.max_a = kMaxAct;
-  d.tile = cells_tile;
+  d.tile = tile;
   d.panel_bytes = nullptr;
   d.pack_panel = nullptr;
   d.panel_tile = nullptr;
@@ -176,8 +245,20 @@ const PackedDot* packed_dot_f16_cells(core::Type weight_type, int64_t k) {
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   const PackedDot* f16 = packed_dot_f16(weight_type, k);
   if (f16 == nullptr || k > kMaxK || k % kRows != 0) return nullptr;
-  static const PackedDot cells = make_cells_f16(*f16);
+  static const PackedDot cells = make_cells_f16(*f16, cells_tile);
   return &cells;
+#else
+  (void)weight_type;
+  (void)k;
+  return nullptr;
+#endif
+}
+
+const PackedDot* packed_dot_f16_chained(core::Type weight_type, int64_t k) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  if (packed_dot_f16_cells(weight_type, k) == nullptr) return nullptr;
+  static const PackedDot chained = make_cells_f16(*packed_dot_f16(weight_type, k), chained_tile);
+  return &chained;
 #else
   (void)weight_type;
   (void)k;

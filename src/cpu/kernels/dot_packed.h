@@ -31,4 +31,8 @@ const PackedDot* packed_dot_f16(core::Type weight_type, int64_t k);  // in dot_f
 /// scores under grouped-query attention. Null where packed_dot_f16 is or k does not fit.
 const PackedDot* packed_dot_f16_cells(core::Type weight_type, int64_t k);
 
+/// packed_dot_f16_cells with each output summed in element order, one multiply-add after
+/// another, instead of in 16 lanes (so not mul_mat's bits): flash attention's scores.
+const PackedDot* packed_dot_f16_chained(core::Type weight_type, int64_t k);
+
 }  // namespace strata::cpu::STRATA_KERNEL_NS

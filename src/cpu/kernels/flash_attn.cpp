@@ -9,8 +9,9 @@
 //
 // Every row's arithmetic is independent of its group, so the grouping (chosen by thread count)
 // changes no bit: a row rounds its query once to k's dot type and walks the cells in blocks of
-// kBlock anchored at cell 0. Per block, its scores are those of mul_mat(k, q) (the same tile
-// kernel, whose per-pair result is independent of the tile shape), then * scale + mask in f32 as
+// kBlock anchored at cell 0. Per block, its scores come from a tile kernel whose per-pair result
+// is independent of the tile shape (mul_mat's, or for f16 keys with AVX-512 one that sums each
+// score in element order, one multiply-add after another), then * scale + mask in f32 as
 // soft_max computes them (with a softcap: cap * tanhf(s * (scale / cap)) + mask, as ggml); cells
 // its mask hides (-inf) get no score. If the block's maximum exceeds the row's running maximum m,
 // the row's f32 accumulator and running sum l (double) are scaled by e^(m_old - m_new). Then p_j =
@@ -46,7 +47,7 @@ constexpr int64_t kBlock = 32;
 struct Plan {
   const DotKernels* dk = nullptr;
   /// F16 keys: the kernel for many short rows (dot_cells_f16.cpp), whose queries are rounded to
-  /// f16 once and held as f32: the same scores as dk's tile, 32 cells at a time.
+  /// f16 once and held as f32, 32 cells at a time, each score one chain of multiply-adds.
   const PackedDot* cells = nullptr;
   DotTileFn tile = nullptr;
   int max_w = 1, max_a = 1;
@@ -103,7 +104,7 @@ Plan make_plan(const Tensor& dst, int nth) {
   }
   const auto floats = [](int64_t n) { return align_up(static_cast<size_t>(n) * sizeof(float)); };
   if (p.dk != nullptr) {
-    p.cells = packed_dot_f16_cells(k.type, p.hd);
+    p.cells = packed_dot_f16_chained(k.type, p.hd);
     p.tile = p.cells != nullptr ? p.cells->tile : p.dk->tile;
     p.max_w = p.cells != nullptr ? p.cells->max_w : p.dk->max_w;
     p.max_a = p.cells != nullptr ? p.cells->max_a : p.dk->max_a;

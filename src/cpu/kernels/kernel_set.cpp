@@ -51,6 +51,7 @@ const KernelSet kKernelSet = {
     compute_node,
     dot_kernels,
     packed_dot,
+    packed_dot_f16_chained,
     convert_activations,
     quantize_q8_0,
     quantize_q8_k,

@@ -80,6 +80,9 @@ struct KernelSet {
 
   const DotKernels* (*dot_kernels)(core::Type weight_type);
   const PackedDot* (*packed_dot)(core::Type weight_type, int64_t k);
+  /// Flash attention's f16 score kernel (packed_dot_f16_chained), which returns nullptr where
+  /// the set has none.
+  const PackedDot* (*flash_scores)(core::Type weight_type, int64_t k);
   void (*convert_activations)(core::Type act_type, const float* src, void* dst, int64_t n);
   void (*quantize_q8_0)(const float* src, void* dst, int64_t n);
   void (*quantize_q8_k)(const float* src, void* dst, int64_t n);
