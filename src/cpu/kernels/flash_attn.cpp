@@ -388,6 +388,28 @@ struct Rows {
 
 // Cells of [c0, c0 + nc) visible to at least one row; returns how many.
 int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t nc, int32_t* idx) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  // A whole block of a dense mask: each distinct token's row compared 16 cells at a time (a
+  // decode item's rows are one token's), then the visible cells' offsets from the bits.
+  if (nc == kBlock && (mask == nullptr || mask->nb[0] == sizeof(float))) {
+    static_assert(kBlock == 32);
+    uint32_t seen = mask == nullptr ? ~0u : 0u;
+    const __m512 hidden = _mm512_set1_ps(-INFINITY);
+    for (int r = 0; r < rows.n && seen != ~0u; ++r) {
+      if (r > 0 && rows.token[r] == rows.token[r - 1]) continue;
+      const float* m = reinterpret_cast<const float*>(mask->row_ptr(rows.token[r])) + c0;
+      // Not equal or unordered: a NaN in the mask is visible, as != says.
+      const uint32_t lo = _mm512_cmp_ps_mask(_mm512_loadu_ps(m), hidden, _CMP_NEQ_UQ);
+      const uint32_t hi = _mm512_cmp_ps_mask(_mm512_loadu_ps(m + 16), hidden, _CMP_NEQ_UQ);
+      seen |= lo | hi << 16;
+    }
+    int64_t n = 0;
+    for (uint32_t bits = seen; bits != 0; bits &= bits - 1) {
+      idx[n++] = static_cast<int32_t>(__builtin_ctz(bits));
+    }
+    return n;
+  }
+#endif
   int64_t n = 0;
   for (int64_t j = 0; j < nc; ++j) {
     bool any = mask == nullptr;
