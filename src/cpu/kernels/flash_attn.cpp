@@ -225,6 +225,11 @@ struct F16Rows {
   }
 };
 
+// Elements [e, e + 64) of R rows' accumulators (hd apart; their probabilities kBlock apart):
+// each cell's V elements are loaded once for all R rows, which then take the same multiply-add
+// per element and cell as accumulate does, in the same order, and skip the same cells (masked
+// by the rows' nonzero bits: a row whose p is 0 keeps its sums; kSkips false where no p is 0,
+// and then no masks). Sixteen chains of multiply-adds instead of four.
 template <int R, bool kSkips, class V>
 void accumulate64(float* acc, const float* p, const uint32_t* nonzero, const V& v, int64_t n,
                   int64_t hd, int64_t e) {
@@ -249,53 +254,58 @@ void accumulate64(float* acc, const float* p, const uint32_t* nonzero, const V& 
   }
 }
 
-// Elements [e, e + 64) of R rows' accumulators (hd apart; their probabilities kBlock apart):
-// each cell's V elements are loaded once for all R rows, which then take the same multiply-add
-// per element and cell as accumulate does, in the same order, and skip the same cells (masked:
-// a row whose p is 0 keeps its sums; where no p is 0, no masks). Sixteen chains of multiply-adds
-// instead of four.
-template <int R, class V>
-void accumulate64(float* acc, const float* p, const V& v, int64_t n, int64_t hd, int64_t e) {
-  uint32_t nonzero[R] = {};
-  const uint32_t all = n == 32 ? ~0u : (1u << n) - 1;
-  bool skips = false;
+// Each row's cells with p != 0 among the first n, as bits; returns whether any row has a 0.
+bool zero_probabilities(const float* p, int rows, int64_t n, uint32_t* nonzero) {
   static_assert(kBlock == 32);
+  const uint32_t all = n == 32 ? ~0u : (1u << n) - 1;
   const auto lo = static_cast<__mmask16>(all), hi = static_cast<__mmask16>(all >> 16);
-  for (int r = 0; r < R; ++r) {
+  bool zeros = false;
+  for (int r = 0; r < rows; ++r) {
     const float* pr = p + r * kBlock;
     const __mmask16 nz_lo = _mm512_mask_cmp_ps_mask(lo, _mm512_maskz_loadu_ps(lo, pr),
                                                     _mm512_setzero_ps(), _CMP_NEQ_UQ);
     const __mmask16 nz_hi = _mm512_mask_cmp_ps_mask(hi, _mm512_maskz_loadu_ps(hi, pr + 16),
                                                     _mm512_setzero_ps(), _CMP_NEQ_UQ);
     nonzero[r] = static_cast<uint32_t>(nz_lo) | static_cast<uint32_t>(nz_hi) << 16;
-    skips |= nonzero[r] != all;
+    zeros |= nonzero[r] != all;
   }
-  if (skips) return accumulate64<R, true>(acc, p, nonzero, v, n, hd, e);
-  accumulate64<R, false>(acc, p, nonzero, v, n, hd, e);
+  return zeros;
 }
 
-template <class V>
-void accumulate_by_fours(float* acc, const float* p, int rows, const V& v, int64_t n, int64_t hd) {
+template <bool kSkips, class V>
+void accumulate_by_fours(float* acc, const float* p, const uint32_t* nonzero, int rows, const V& v,
+                         int64_t n, int64_t hd) {
   for (int r = 0; r < rows; r += 4) {
     float* a = acc + r * hd;
     const float* pr = p + r * kBlock;
+    const uint32_t* nz = nonzero + r;
     for (int64_t e = 0; e < hd; e += 64) {
       switch (std::min(4, rows - r)) {
         case 1:
-          accumulate64<1>(a, pr, v, n, hd, e);
+          accumulate64<1, kSkips>(a, pr, nz, v, n, hd, e);
           break;
         case 2:
-          accumulate64<2>(a, pr, v, n, hd, e);
+          accumulate64<2, kSkips>(a, pr, nz, v, n, hd, e);
           break;
         case 3:
-          accumulate64<3>(a, pr, v, n, hd, e);
+          accumulate64<3, kSkips>(a, pr, nz, v, n, hd, e);
           break;
         default:
-          accumulate64<4>(a, pr, v, n, hd, e);
+          accumulate64<4, kSkips>(a, pr, nz, v, n, hd, e);
           break;
       }
     }
   }
+}
+
+// The rows' masks found once per block, for every group of four rows and 64 elements.
+template <class V>
+void accumulate_by_fours(float* acc, const float* p, int rows, const V& v, int64_t n, int64_t hd) {
+  uint32_t nonzero[kMaxRows];
+  if (zero_probabilities(p, rows, n, nonzero)) {
+    return accumulate_by_fours<true>(acc, p, nonzero, rows, v, n, hd);
+  }
+  accumulate_by_fours<false>(acc, p, nonzero, rows, v, n, hd);
 }
 #endif
 
