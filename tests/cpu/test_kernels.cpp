@@ -136,6 +136,12 @@ TEST(DotTile, OutputsDoNotDependOnTileShape) {
     }
     std::vector<float> full(static_cast<size_t>(dk.max_w * dk.max_a));
     dk.tile(kK, w.data(), w_row, dk.max_w, a.data(), a_row, dk.max_a, full.data(), 1, dk.max_w);
+    if (dk.cached_tile != nullptr) {  // the form without prefetches gives the same bits
+      std::vector<float> cached(full.size());
+      dk.cached_tile(kK, w.data(), w_row, dk.max_w, a.data(), a_row, dk.max_a, cached.data(), 1,
+                     dk.max_w);
+      EXPECT_EQ(std::memcmp(cached.data(), full.data(), full.size() * 4), 0) << core::type_name(wt);
+    }
     for (int r = 0; r < dk.max_w; ++r) {
       for (int c = 0; c < dk.max_a; ++c) {
         float one = 0.0f;
@@ -179,6 +185,12 @@ TEST(PackedDotTile, OutputsDoNotDependOnTileShape) {
     }
     std::vector<float> full(static_cast<size_t>(pd->max_w * pd->max_a));
     pd->tile(kK, w.data(), w_row, pd->max_w, a, a_row, pd->max_a, full.data(), 1, pd->max_w);
+    if (pd->cached_tile != nullptr) {
+      std::vector<float> cached(full.size());
+      pd->cached_tile(kK, w.data(), w_row, pd->max_w, a, a_row, pd->max_a, cached.data(), 1,
+                      pd->max_w);
+      EXPECT_EQ(std::memcmp(cached.data(), full.data(), full.size() * 4), 0) << core::type_name(wt);
+    }
     for (int r = 0; r < pd->max_w; ++r) {
       for (int c = 0; c < pd->max_a; ++c) {
         const float got = full[static_cast<size_t>(r + c * pd->max_w)];

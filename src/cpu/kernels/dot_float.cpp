@@ -347,8 +347,9 @@ template <int NW, int NA, class Lanes>
 
 // Weight rows of Elem against activation rows of AElem. The packed f16 path (below) reads
 // activations that were rounded to f16 but are held as f32: the same exact values, so the same
-// bits, without converting each activation vector again for every weight tile.
-template <class Elem, class AElem = Elem>
+// bits, without converting each activation vector again for every weight tile. kPrefetch asks
+// for a later tile's rows as it goes (DotKernels::cached_tile is the form without).
+template <class Elem, class AElem = Elem, bool kPrefetch = true>
 struct FloatDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
@@ -382,13 +383,13 @@ struct FloatDot {
     // that tile's rows whole, once.
     const size_t row_bytes = static_cast<size_t>(k) * Elem::kSize;
     const bool strided = ldw > row_bytes;
-    if (strided) {
+    if (kPrefetch && strided) {
       for (int r = 0; r < NW; ++r) {
         for (size_t b = 0; b < row_bytes; b += 64) simd::prefetch_stream(next + r * ldw + b);
       }
     }
     for (int64_t i = 0; i < k; i += 16) {
-      if (!strided) {
+      if (kPrefetch && !strided) {
         simd::prefetch_tile_ahead<16 * Elem::kSize * NW>(next,
                                                          static_cast<size_t>(i * Elem::kSize * NW));
       }
@@ -448,6 +449,7 @@ struct FloatVectorOrderDot {
 
 #if defined(STRATA_DOT_BF16_PAIRS)
 // bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32).
+template <bool kPrefetch = true>
 struct BF16PairDot {
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
@@ -466,7 +468,7 @@ struct BF16PairDot {
     }
     const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
     for (int64_t i = 0; i < k; i += 32) {
-      simd::prefetch_tile_ahead<64 * NW>(next, static_cast<size_t>(i * 2 * NW));
+      if (kPrefetch) simd::prefetch_tile_ahead<64 * NW>(next, static_cast<size_t>(i * 2 * NW));
       __m512bh av[NA];
       for (int c = 0; c < NA; ++c) {
         av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));
@@ -479,9 +481,11 @@ struct BF16PairDot {
     store_lane_sums<NW, NA>([&](int r, int c) { return acc[r][c]; }, out, ldo_w, ldo_a);
   }
 };
-using BF16Dot = BF16PairDot;
+using BF16Dot = BF16PairDot<>;
+using BF16CachedDot = BF16PairDot<false>;
 #else
 using BF16Dot = FloatDot<BF16Elem>;
+using BF16CachedDot = FloatDot<BF16Elem, BF16Elem, false>;
 #endif
 
 #if defined(STRATA_DOT_BF16_PAIRS)
@@ -533,6 +537,7 @@ const PackedDot kPackedF16 = {
     .pack = pack_f16_rounded,
     .tile = tile_dispatch<FloatDot<F16Elem, F32Elem>, kPackedF16MaxW, kPackedF16MaxA>,
     .act_tiles_outer = true,
+    .cached_tile = tile_dispatch<FloatDot<F16Elem, F32Elem, false>, kPackedF16MaxW, kPackedF16MaxA>,
     .zero_tail_step = 16,
 };
 
@@ -664,6 +669,7 @@ const DotKernels kDotBF16 = {core::Type::kBF16,
                              kMaxA,
                              tile_dispatch<BF16Dot, kMaxW, kMaxA>,
                              tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>,
-                             kBF16ActTilesOuter};
+                             kBF16ActTilesOuter,
+                             tile_dispatch<BF16CachedDot, kMaxW, kMaxA>};
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

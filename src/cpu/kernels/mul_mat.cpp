@@ -66,19 +66,20 @@ struct Plan {
   int max_w = 1;
   int max_a = 1;
   DotTileFn tile = nullptr;
-  bool act_direct = false;       ///< f32 weights and dense src1 rows: use src1 in place
-  bool gather_x = false;         ///< src1 rows are strided: gather them to dense f32 first
-  bool gather_w = false;         ///< src0 rows are strided (a transposed view): gather per tile
-  bool by_lanes = false;         ///< transposed float src0, few src1 rows: dot_transposed_rows
-  bool act_tiles_outer = false;  ///< walk a chunk activation tile by activation tile
-  bool panel = false;            ///< prefill reads weight tiles through packed->pack_panel
-  bool panels_outer = false;     ///< ... every panel of a chunk at once, activation tiles outer
-  int64_t tail_step = 0;         ///< activation tiles may stop at a multiple of this past zeros
-  size_t act_row = 0;            ///< bytes of one converted activation row
-  size_t extents_at = 0;         ///< shared scratch: where each row's nonzero extent lies
-  size_t spans_at = 0;           ///< shared scratch: where the mask rows' spans lie
-  size_t act_bytes = 0;          ///< shared scratch: converted activation rows, extents, spans
-  size_t per_thread = 0;         ///< each thread's own scratch
+  DotTileFn cached_tile = nullptr;  ///< tile without prefetches (act_tiles_outer's walk)
+  bool act_direct = false;          ///< f32 weights and dense src1 rows: use src1 in place
+  bool gather_x = false;            ///< src1 rows are strided: gather them to dense f32 first
+  bool gather_w = false;            ///< src0 rows are strided (a transposed view): gather per tile
+  bool by_lanes = false;            ///< transposed float src0, few src1 rows: dot_transposed_rows
+  bool act_tiles_outer = false;     ///< walk a chunk activation tile by activation tile
+  bool panel = false;               ///< prefill reads weight tiles through packed->pack_panel
+  bool panels_outer = false;        ///< ... every panel of a chunk at once, activation tiles outer
+  int64_t tail_step = 0;            ///< activation tiles may stop at a multiple of this past zeros
+  size_t act_row = 0;               ///< bytes of one converted activation row
+  size_t extents_at = 0;            ///< shared scratch: where each row's nonzero extent lies
+  size_t spans_at = 0;              ///< shared scratch: where the mask rows' spans lie
+  size_t act_bytes = 0;             ///< shared scratch: converted activation rows, extents, spans
+  size_t per_thread = 0;            ///< each thread's own scratch
 };
 
 Plan make_plan(const Tensor& dst) {
@@ -102,6 +103,7 @@ Plan make_plan(const Tensor& dst) {
     p.max_w = p.packed->max_w;
     p.max_a = p.packed->max_a;
     p.tile = p.packed->tile;
+    p.cached_tile = p.packed->cached_tile;
     p.act_row = p.packed->act_row_bytes(k);
     p.panel = p.packed->pack_panel != nullptr && !p.gather_w;
     p.act_tiles_outer = p.packed->act_tiles_outer && !p.panel;
@@ -112,10 +114,12 @@ Plan make_plan(const Tensor& dst) {
     p.max_w = p.dk->max_w;
     p.max_a = p.dk->max_a;
     p.tile = p.dk->tile;
+    p.cached_tile = p.dk->cached_tile;
     p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
     p.act_tiles_outer = p.dk->act_tiles_outer;
     p.act_row = core::row_size(p.dk->act_type, k);
   }
+  if (p.cached_tile == nullptr) p.cached_tile = p.tile;
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.tail_step > 0) {
     p.extents_at = align_up(p.act_bytes);
@@ -453,7 +457,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
           const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
           auto* out =
               reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
-          run_tile(p.tile, kt, w_batch + iw * w.nb[1], w.nb[1], iw, nw, ap, lda, ia, na, out,
+          run_tile(p.cached_tile, kt, w_batch + iw * w.nb[1], w.nb[1], iw, nw, ap, lda, ia, na, out,
                    nothing);
         }
       }
