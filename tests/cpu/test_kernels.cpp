@@ -2,6 +2,7 @@
 // fast conversions rounding exactly like core's reference, and the dot-tile contract.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -141,6 +142,19 @@ TEST(DotTile, OutputsDoNotDependOnTileShape) {
       dk.cached_tile(kK, w.data(), w_row, dk.max_w, a.data(), a_row, dk.max_a, cached.data(), 1,
                      dk.max_w);
       EXPECT_EQ(std::memcmp(cached.data(), full.data(), full.size() * 4), 0) << core::type_name(wt);
+    }
+    if (dk.slices.fn != nullptr && kK % dk.slices.step == 0) {
+      // Slices of every length the step allows, the lanes kept between them: the same bits.
+      for (int64_t len = dk.slices.step; len < kK; len += dk.slices.step) {
+        std::vector<float> lanes(static_cast<size_t>(dk.max_w * dk.max_a) * 16);
+        std::vector<float> sliced(full.size());
+        for (int64_t k0 = 0; k0 < kK; k0 += len) {
+          dk.slices.fn(kK, k0, std::min(kK, k0 + len), w.data(), w_row, dk.max_w, a.data(), a_row,
+                       dk.max_a, lanes.data(), sliced.data(), 1, dk.max_w);
+        }
+        EXPECT_EQ(std::memcmp(sliced.data(), full.data(), full.size() * 4), 0)
+            << core::type_name(wt) << " slices of " << len;
+      }
     }
     for (int r = 0; r < dk.max_w; ++r) {
       for (int c = 0; c < dk.max_a; ++c) {

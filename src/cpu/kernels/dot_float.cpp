@@ -447,10 +447,55 @@ struct FloatVectorOrderDot {
   }
 };
 
+#if defined(STRATA_DOT_FLOAT_512)
+/// A slice's 16-lane accumulators: from zero for the first slice, else from `lanes`.
+template <int NW, int NA>
+[[gnu::always_inline]] inline void begin_slice(int64_t k0, const float* lanes,
+                                               __m512 (&acc)[NW][NA]) {
+  for (int r = 0; r < NW; ++r) {
+    for (int c = 0; c < NA; ++c) {
+      acc[r][c] = k0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(lanes + (r * NA + c) * 16);
+    }
+  }
+}
+
+/// The outputs' sums after the last slice, else the lanes kept for the next.
+template <int NW, int NA>
+[[gnu::always_inline]] inline void end_slice(int64_t k, int64_t k1, __m512 (&acc)[NW][NA],
+                                             float* lanes, float* out, int64_t ldo_w,
+                                             int64_t ldo_a) {
+  if (k1 == k) {
+    store_lane_sums<NW, NA>([&](int r, int c) { return acc[r][c]; }, out, ldo_w, ldo_a);
+    return;
+  }
+  for (int r = 0; r < NW; ++r) {
+    for (int c = 0; c < NA; ++c) _mm512_storeu_ps(lanes + (r * NA + c) * 16, acc[r][c]);
+  }
+}
+#endif
+
 #if defined(STRATA_DOT_BF16_PAIRS)
 // bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32).
 template <bool kPrefetch = true>
 struct BF16PairDot {
+  template <int NW, int NA>
+  [[gnu::always_inline]] static void accumulate(int64_t i0, int64_t i1, const uint8_t* w,
+                                                size_t ldw, const uint8_t* a, size_t lda,
+                                                __m512 (&acc)[NW][NA]) {
+    [[maybe_unused]] const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
+    for (int64_t i = i0; i < i1; i += 32) {
+      if (kPrefetch) simd::prefetch_tile_ahead<64 * NW>(next, static_cast<size_t>(i * 2 * NW));
+      __m512bh av[NA];
+      for (int c = 0; c < NA; ++c) {
+        av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));
+      }
+      for (int r = 0; r < NW; ++r) {
+        const auto wv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w + r * ldw + i * 2));
+        for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, av[c]);
+      }
+    }
+  }
+
   template <int NW, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
                   int64_t ldo_w, int64_t ldo_a) {
@@ -463,22 +508,20 @@ struct BF16PairDot {
       return;
     }
     __m512 acc[NW][NA];
-    for (int r = 0; r < NW; ++r) {
-      for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_setzero_ps();
-    }
-    const uint8_t* next = simd::prefetch_origin(w, NW * ldw);
-    for (int64_t i = 0; i < k; i += 32) {
-      if (kPrefetch) simd::prefetch_tile_ahead<64 * NW>(next, static_cast<size_t>(i * 2 * NW));
-      __m512bh av[NA];
-      for (int c = 0; c < NA; ++c) {
-        av[c] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + c * lda + i * 2));
-      }
-      for (int r = 0; r < NW; ++r) {
-        const auto wv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w + r * ldw + i * 2));
-        for (int c = 0; c < NA; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, av[c]);
-      }
-    }
+    begin_slice<NW, NA>(0, nullptr, acc);
+    accumulate<NW, NA>(0, k, w, ldw, a, lda, acc);
     store_lane_sums<NW, NA>([&](int r, int c) { return acc[r][c]; }, out, ldo_w, ldo_a);
+  }
+
+  // A DotSliceFn (k a multiple of 32).
+  template <int NW, int NA>
+  static void slice(int64_t k, int64_t k0, int64_t k1, const uint8_t* w, size_t ldw,
+                    const uint8_t* a, size_t lda, float* lanes, float* out, int64_t ldo_w,
+                    int64_t ldo_a) {
+    __m512 acc[NW][NA];
+    begin_slice<NW, NA>(k0, lanes, acc);
+    accumulate<NW, NA>(k0, k1, w, ldw, a, lda, acc);
+    end_slice<NW, NA>(k, k1, acc, lanes, out, ldo_w, ldo_a);
   }
 };
 using BF16Dot = BF16PairDot<>;
@@ -661,6 +704,15 @@ const DotKernels kDotF32 = {core::Type::kF32, kMaxW, kMaxA,
 const DotKernels kDotF16 = {core::Type::kF16, kMaxW, kMaxA,
                             tile_dispatch<FloatDot<F16Elem>, kMaxW, kMaxA>,
                             tile_dispatch<FloatVectorOrderDot<F16Elem>, kMaxW, kMaxA>};
+#if defined(STRATA_DOT_BF16_PAIRS)
+// Slices of 2048 elements keep an activation tile's slice (6 rows, 24 KiB) in L1: tinyllama's
+// FFN down projection (k 5632) had streamed both operands from L2 (MulMatPrefill/bf16/5632 on
+// one Zen 5 core 47-50 -> 38-39 ms; within the noise on two). Slices of 1024 were slower, also
+// for k 2048 (35 -> 42 ms): each slice restarts the weight rows' streams.
+constexpr DotSlices kBF16Slices = {slice_dispatch<BF16CachedDot, kMaxW, kMaxA>, 2048, 32};
+#else
+constexpr DotSlices kBF16Slices = {};
+#endif
 // vdpbf16ps does 32 multiply-adds per instruction: streaming activation rows from L2 past a
 // weight tile held the BF16 GEMM back (MulMatPrefill/bf16 1.15x faster walked the other way on
 // an AMD Zen 5; the f16 and int8 kernels gained nothing).
@@ -670,6 +722,7 @@ const DotKernels kDotBF16 = {core::Type::kBF16,
                              tile_dispatch<BF16Dot, kMaxW, kMaxA>,
                              tile_dispatch<FloatVectorOrderDot<BF16Elem>, kMaxW, kMaxA>,
                              kBF16ActTilesOuter,
-                             tile_dispatch<BF16CachedDot, kMaxW, kMaxA>};
+                             tile_dispatch<BF16CachedDot, kMaxW, kMaxA>,
+                             kBF16Slices};
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -24,6 +24,23 @@ namespace strata::cpu {
 using DotTileFn = void (*)(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
                            size_t lda, int na, float* out, int64_t ldo_w, int64_t ldo_a);
 
+/// One slice [k0, k1) of the elements of a DotTileFn's rows of k elements, for kernels whose
+/// outputs are sums of 16 lanes: the lanes of output (iw, ia) wait in lanes[(iw * na + ia) *
+/// 16 ...] between slices. The first slice (k0 == 0) starts them from zero, the last (k1 == k)
+/// writes the outputs as the whole tile does, with the same bits.
+using DotSliceFn = void (*)(int64_t k, int64_t k0, int64_t k1, const uint8_t* w, size_t ldw, int nw,
+                            const uint8_t* a, size_t lda, int na, float* lanes, float* out,
+                            int64_t ldo_w, int64_t ldo_a);
+
+/// Optional slices of a tile (both null or zero where the kernel has none): prefill walks rows
+/// longer than `elements` in slices of that many, so that an activation tile's slice stays in
+/// L1 while the chunk's weight rows pass. Rows split only where k is a multiple of `step`.
+struct DotSlices {
+  DotSliceFn fn = nullptr;
+  int64_t elements = 0;
+  int64_t step = 0;
+};
+
 /// How mul_mat computes with one weight type.
 struct DotKernels {
   core::Type act_type;  ///< activations are rounded to this type before the dot products
@@ -42,6 +59,8 @@ struct DotKernels {
   /// chunk's weight rows come from L2 for every activation tile but the first (asking for
   /// lines already cached cost 5-10% of the f16 and bf16 GEMMs on Zen 5). Same bits as tile.
   DotTileFn cached_tile = nullptr;
+  /// Optional: the act_tiles_outer walk's tiles in slices of their rows.
+  DotSlices slices = {};
 };
 
 /// A packed mul_mat path (see dot_packed.h).
@@ -66,8 +85,9 @@ struct PackedDot {
   DotTileFn panel_tile = nullptr;
   /// As DotKernels::act_tiles_outer, where there is no panel.
   bool act_tiles_outer = false;
-  /// As DotKernels::cached_tile.
+  /// As DotKernels::cached_tile and DotKernels::slices.
   DotTileFn cached_tile = nullptr;
+  DotSlices slices = {};
   /// Nonzero where tile's outputs are sums of lanes of fused multiply-adds from zero, steps of
   /// this many elements: for k a multiple of it, a tile given a shorter multiple of it, past
   /// which its activation rows hold only zeros, gives the same bits (a zero product leaves a

@@ -67,6 +67,7 @@ struct Plan {
   int max_a = 1;
   DotTileFn tile = nullptr;
   DotTileFn cached_tile = nullptr;  ///< tile without prefetches (act_tiles_outer's walk)
+  DotSlices slices;                 ///< act_tiles_outer's walk splits rows longer than this
   bool act_direct = false;          ///< f32 weights and dense src1 rows: use src1 in place
   bool gather_x = false;            ///< src1 rows are strided: gather them to dense f32 first
   bool gather_w = false;            ///< src0 rows are strided (a transposed view): gather per tile
@@ -104,6 +105,7 @@ Plan make_plan(const Tensor& dst) {
     p.max_a = p.packed->max_a;
     p.tile = p.packed->tile;
     p.cached_tile = p.packed->cached_tile;
+    p.slices = p.packed->slices;
     p.act_row = p.packed->act_row_bytes(k);
     p.panel = p.packed->pack_panel != nullptr && !p.gather_w;
     p.act_tiles_outer = p.packed->act_tiles_outer && !p.panel;
@@ -115,11 +117,16 @@ Plan make_plan(const Tensor& dst) {
     p.max_a = p.dk->max_a;
     p.tile = p.dk->tile;
     p.cached_tile = p.dk->cached_tile;
+    p.slices = p.dk->slices;
     p.act_direct = p.dk->act_type == Type::kF32 && !p.gather_x;
     p.act_tiles_outer = p.dk->act_tiles_outer;
     p.act_row = core::row_size(p.dk->act_type, k);
   }
   if (p.cached_tile == nullptr) p.cached_tile = p.tile;
+  // Slices only where the walk is act_tiles_outer's and nothing is masked (the weights' GEMMs).
+  const bool sliced = p.slices.fn != nullptr && p.act_tiles_outer && !p.gather_w &&
+                      dst.src[2] == nullptr && k > p.slices.elements && k % p.slices.step == 0;
+  if (!sliced) p.slices = {};
   p.act_bytes = p.act_direct ? 0 : p.act_row * static_cast<size_t>(x.nrows());
   if (p.tail_step > 0) {
     p.extents_at = align_up(p.act_bytes);
@@ -137,6 +144,10 @@ Plan make_plan(const Tensor& dst) {
     const size_t all = p.packed->panel_bytes(k) * static_cast<size_t>(kMaxChunk / p.max_w);
     p.panels_outer = all <= kPanelsOuterBytes;
     p.per_thread = std::max(p.per_thread, p.panels_outer ? all : p.packed->panel_bytes(k));
+  }
+  if (p.slices.fn != nullptr) {  // the lanes of one activation tile against a chunk's rows
+    const auto tiles = static_cast<size_t>((kMaxChunk + p.max_w - 1) / p.max_w);
+    p.per_thread = std::max(p.per_thread, tiles * static_cast<size_t>(p.max_w * p.max_a) * 64);
   }
   if (p.by_lanes) {
     p.per_thread = std::max(p.per_thread, dot_transposed_scratch(k, w.ne[1]) * sizeof(float));
@@ -453,6 +464,24 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
                                          : act + (act_batch + static_cast<size_t>(ia)) * p.act_row;
         const size_t lda = p.act_direct ? x_row : p.act_row;
         const int64_t kt = tile_k(act_batch + static_cast<size_t>(ia), na);
+        if (p.slices.fn != nullptr && kt > p.slices.elements) {
+          // Slice by slice: each slice of the activation tile stays in L1 while the chunk's
+          // rows pass, their lanes waiting in `local` (no mask: every output is computed).
+          auto* lanes = reinterpret_cast<float*>(local);
+          const size_t tile_lanes = static_cast<size_t>(p.max_w * p.max_a) * 16;
+          for (int64_t k0 = 0; k0 < kt; k0 += p.slices.elements) {
+            const int64_t k1 = std::min(kt, k0 + p.slices.elements);
+            for (int64_t iw = m0; iw < m1; iw += p.max_w) {
+              const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
+              auto* out =
+                  reinterpret_cast<float*>(dst.row_ptr(0, i2, i3) + iw * dst.nb[0]) + ia * ldo_a;
+              p.slices.fn(kt, k0, k1, w_batch + iw * w.nb[1], w.nb[1], nw, ap, lda, na,
+                          lanes + static_cast<size_t>((iw - m0) / p.max_w) * tile_lanes, out, ldo_w,
+                          ldo_a);
+            }
+          }
+          continue;
+        }
         for (int64_t iw = m0; iw < m1; iw += p.max_w) {
           const int nw = static_cast<int>(std::min<int64_t>(p.max_w, m1 - iw));
           auto* out =
