@@ -77,6 +77,7 @@ struct Plan {
   bool panels_outer = false;        ///< ... every panel of a chunk at once, activation tiles outer
   int64_t tail_step = 0;            ///< activation tiles may stop at a multiple of this past zeros
   size_t act_row = 0;               ///< bytes of one converted activation row
+  size_t w_row = 0;                 ///< bytes of one weight row
   size_t extents_at = 0;            ///< shared scratch: where each row's nonzero extent lies
   size_t spans_at = 0;              ///< shared scratch: where the mask rows' spans lie
   size_t act_bytes = 0;             ///< shared scratch: converted activation rows, extents, spans
@@ -91,6 +92,7 @@ Plan make_plan(const Tensor& dst) {
   p.dk = dot_kernels(w.type);
   p.gather_x = x.nb[0] != sizeof(float);
   p.gather_w = w.nb[0] != core::type_size(w.type);
+  p.w_row = core::row_size(w.type, k);
   // Decode's attention reads V transposed; walking it in address order beats gathering it,
   // packed or not. The walk reads activation rows of the plain act_type.
   p.by_lanes = p.gather_w && x.ne[1] <= kStreamMaxActRows && w.nb[1] == core::type_size(w.type) &&
@@ -244,10 +246,14 @@ struct Chunking {
 // at most kMaxActChunkBytes of them (a quarter of a 1 MiB L2). 64 rows of tinyllama's FFN down
 // projection as f32 (k 5632) had taken 1.4 MiB and came from L3 for every tile: f16 pp512
 // 137 -> 147 t/s on 2 Zen 5 cores. Walked activation tile by activation tile, the weights are
-// what stays, and the bound does not apply (bf16 gained nothing from it).
+// what stays, and the bound does not apply (bf16 gained nothing from it). There the weight rows
+// take at most kMaxWeightChunkBytes: with the activation tiles passing through L2 too, 64 rows of
+// the FFN down projection (720 KiB in bf16) had not stayed (tinyllama BF16 pp512 on 2 Zen 5
+// cores: ffn_out 0.97-0.99 -> 0.85 ms a token with 32 rows).
 Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, int nth) {
   constexpr int64_t kMaxPanelChunk = 512;
   constexpr int64_t kMaxActChunkBytes = 256 << 10;
+  constexpr int64_t kMaxWeightChunkBytes = 384 << 10;
   Chunking c;
   c.batches = batches;
   c.size_n = std::min(n, plan.panel ? kMaxPanelChunk : kMaxChunk);
@@ -259,6 +265,10 @@ Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, 
   const int64_t target = 4 * static_cast<int64_t>(nth);
   const int64_t other = c.batches * c.count_n;
   int64_t per = kMaxChunk;
+  if (plan.act_tiles_outer && n > kStreamMaxActRows) {
+    const int64_t fit = kMaxWeightChunkBytes / static_cast<int64_t>(plan.w_row);
+    per = std::clamp<int64_t>(fit / plan.max_w * plan.max_w, plan.max_w, kMaxChunk);
+  }
   if (other * ((m + per - 1) / per) < target) {
     per = (m * other + target - 1) / target;
     per = std::max<int64_t>(plan.max_w, (per + plan.max_w - 1) / plan.max_w * plan.max_w);
@@ -365,7 +375,6 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const int64_t ldo_w = static_cast<int64_t>(dst.nb[0] / sizeof(float));
   const int64_t ldo_a = static_cast<int64_t>(dst.nb[fold ? 2 : 1] / sizeof(float));
   const size_t x_row = x.nb[fold ? 2 : 1];
-  const size_t w_row = core::row_size(w.type, k);
 
   // Where the batches lie side by side within each weight row (attention's K heads in one
   // cache row), a thread takes whole rows: every batch of a range of rows before the next
@@ -509,8 +518,8 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
           gathered_from = from;
           gathered_rows = n_gather;
         }
-        wp = local + static_cast<size_t>(iw - block) * w_row;
-        ldw = w_row;
+        wp = local + static_cast<size_t>(iw - block) * p.w_row;
+        ldw = p.w_row;
       }
       // The panel is packed before the first tile that computes: none when the mask hides
       // every output of these weight rows in the chunk.
