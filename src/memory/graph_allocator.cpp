@@ -27,6 +27,7 @@ bool can_run_in_place(const Tensor& t) {
     case core::Op::kSwiglu:
     case core::Op::kGelu:
     case core::Op::kTanh:
+    case core::Op::kSoftMax:  // each row's elements are read before that row is written
       return true;
     case core::Op::kNone:
     case core::Op::kView:
@@ -38,7 +39,6 @@ bool can_run_in_place(const Tensor& t) {
     case core::Op::kMulMat:
     case core::Op::kRmsNorm:
     case core::Op::kRope:
-    case core::Op::kSoftMax:
     case core::Op::kSetRows:
     case core::Op::kArgmax:
     case core::Op::kFlashAttn:

@@ -100,6 +100,25 @@ TEST(GraphAllocator, ElementwiseOpsRunInPlaceOverDyingOperands) {
   EXPECT_FALSE(overlaps(d, a) && d->data != c->data);
 }
 
+// Attention's scores die at their softmax, which then takes their memory: an unfused prompt
+// holds one score tensor at a time, not two.
+TEST(GraphAllocator, SoftMaxRunsInPlaceOverDyingScores) {
+  core::Context ctx;
+  Tensor* k = ctx.new_tensor(core::Type::kF32, {16, 32, 1, 1}, "k");
+  Tensor* q = ctx.new_tensor(core::Type::kF32, {16, 8, 1, 1}, "q");
+  Tensor* mask = ctx.new_tensor(core::Type::kF32, {32, 8, 1, 1}, "mask");
+  Tensor* kq = core::mul_mat(ctx, k, q);
+  Tensor* probs = core::soft_max(ctx, kq, mask, 0.25f);
+  Tensor* out = core::scale(ctx, core::rms_norm(ctx, probs, 1e-5f), 2.0f);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().message();
+  Tensor* outs[] = {out};
+  core::Graph g = core::build_graph(outs);
+  GraphAllocator galloc(host_buffer_type());
+  ASSERT_TRUE(galloc.allocate(g).ok());
+  EXPECT_EQ(probs->data, kq->data);
+  EXPECT_NE(probs->data, mask->data);
+}
+
 TEST(GraphAllocator, OutputsAreNeverReused) {
   core::Context ctx;
   Tensor* a = ctx.new_tensor(core::Type::kF32, {64, 4, 1, 1}, "a");

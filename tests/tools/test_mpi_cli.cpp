@@ -238,13 +238,14 @@ TEST_F(MpiCli, RankWithAnotherModelFileIsRefused) {
   fs::remove_all(dir);
 }
 
-// Rank 1 under a small address-space limit cannot hold the KV cache it is given: rank 0 says
-// so the way it does for any device short of memory.
+// Rank 1 under a small address-space limit cannot hold the compute buffer it is given (a
+// micro-batch's attention scores over 120000 cells, about 2 GiB): rank 0 says so the way it
+// does for any device short of memory.
 TEST_F(MpiCli, RemoteAllocationFailureIsOutOfMemory) {
   const std::string base =
       "timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl "
       "self,vader ";
-  const std::string args = " run -m " + kStories + " -p hi -n 2 -c 60000 --devices mpi:1 -ngl 99";
+  const std::string args = " run -m " + kStories + " -p hi -n 2 -c 120000 --devices mpi:1 -ngl 99";
   const Outcome o =
       run_script(base + "-np 1 " + STRATA_BIN + args +
                  " : -np 1 bash -c 'ulimit -v 1500000; exec " + STRATA_BIN + args + "' 2>&1");
