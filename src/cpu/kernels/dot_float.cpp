@@ -447,7 +447,7 @@ struct FloatVectorOrderDot {
   }
 };
 
-#if defined(STRATA_DOT_FLOAT_512)
+#if defined(STRATA_DOT_BF16_PAIRS)
 /// A slice's 16-lane accumulators: from zero for the first slice, else from `lanes`.
 template <int NW, int NA>
 [[gnu::always_inline]] inline void begin_slice(int64_t k0, const float* lanes,
@@ -472,9 +472,7 @@ template <int NW, int NA>
     for (int c = 0; c < NA; ++c) _mm512_storeu_ps(lanes + (r * NA + c) * 16, acc[r][c]);
   }
 }
-#endif
 
-#if defined(STRATA_DOT_BF16_PAIRS)
 // bf16 with vdpbf16ps, 32 elements a step (k a multiple of 32).
 template <bool kPrefetch = true>
 struct BF16PairDot {

@@ -85,9 +85,8 @@ struct PackedDot {
   DotTileFn panel_tile = nullptr;
   /// As DotKernels::act_tiles_outer, where there is no panel.
   bool act_tiles_outer = false;
-  /// As DotKernels::cached_tile and DotKernels::slices.
+  /// As DotKernels::cached_tile.
   DotTileFn cached_tile = nullptr;
-  DotSlices slices = {};
   /// Nonzero where tile's outputs are sums of lanes of fused multiply-adds from zero, steps of
   /// this many elements: for k a multiple of it, a tile given a shorter multiple of it, past
   /// which its activation rows hold only zeros, gives the same bits (a zero product leaves a

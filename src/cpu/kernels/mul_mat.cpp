@@ -107,7 +107,6 @@ Plan make_plan(const Tensor& dst) {
     p.max_a = p.packed->max_a;
     p.tile = p.packed->tile;
     p.cached_tile = p.packed->cached_tile;
-    p.slices = p.packed->slices;
     p.act_row = p.packed->act_row_bytes(k);
     p.panel = p.packed->pack_panel != nullptr && !p.gather_w;
     p.act_tiles_outer = p.packed->act_tiles_outer && !p.panel;
