@@ -62,6 +62,15 @@ template <size_t kBytes>
   for (size_t i = 0; i < kBytes; i += 64) prefetch_stream(from + i);
 }
 
+/// Asks for every line that starts within [p + ahead, p + ahead + bytes): called for each
+/// block of a stream in order, it asks for each line once.
+[[gnu::always_inline]] inline void prefetch_lines_ahead(const void* p, size_t bytes, size_t ahead) {
+  const uintptr_t from = reinterpret_cast<uintptr_t>(p) + ahead;
+  for (uintptr_t line = (from + 63) & ~uintptr_t{63}; line < from + bytes; line += 64) {
+    prefetch_stream(reinterpret_cast<const void*>(line));
+  }
+}
+
 #if defined(STRATA_CPU_AVX2)
 
 /// An f16 scale as float, branch-free (same value as core::half_to_float: the conversion is exact).
