@@ -9,6 +9,8 @@
 
 namespace strata::cpu {
 
+struct WorkShare;  // work_shares.h
+
 /// Per-thread view of one kernel invocation. Every participant calls the kernel with the same
 /// node, scratch and barrier; ith tells it which share of the work is its own.
 struct KernelArgs {
@@ -20,6 +22,9 @@ struct KernelArgs {
   /// Blocks until all nth participants have called it; null when nth == 1.
   void (*barrier_fn)(void* ctx) = nullptr;
   void* barrier_ctx = nullptr;
+  /// nth shares of a node's items that idle participants take from (work_shares.h); null
+  /// where the caller has none, and kernels then keep to their split_range.
+  WorkShare* shares = nullptr;
 
   void barrier() const {
     if (nth > 1) barrier_fn(barrier_ctx);

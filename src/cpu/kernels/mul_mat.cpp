@@ -29,6 +29,7 @@
 #include "cpu/kernels/dot_transposed.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/mul_mat_skips.h"
+#include "cpu/kernels/work_shares.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -343,7 +344,26 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   uint8_t* local = thread_scratch(args, p.act_bytes, p.per_thread);
 
   const Tensor* mask = dst.src[2];
-  if (!p.act_direct || mask != nullptr) {
+  const int64_t k = x.ne[0];
+  const int64_t r2 = x.ne[2] / w.ne[2];
+  const int64_t r3 = x.ne[3] / w.ne[3];
+  // Decode under grouped-query attention: one query row per head, r2 heads reading each K
+  // head. Taken as the activation rows of one weight batch, they share every pass over its
+  // rows instead of each reading the head on its own. Every output is still one dot product.
+  const bool fold = folds_heads(w, x);
+  const int64_t rows = fold ? r2 : dst.ne[1];
+  const int64_t batch_dim = fold ? w.ne[2] : dst.ne[2];
+  const Chunking ch = make_chunking(dst.ne[0], rows, batch_dim * dst.ne[3], p, args.nth);
+  const int64_t per_batch = ch.count_m * ch.count_n;
+  const int64_t n_chunks = ch.batches * per_batch;
+  // The chunks are dealt in shares that a thread done with its own takes from (work_shares.h),
+  // where a barrier follows the shares' publication anyway; not for gathered rows, which a
+  // thread reuses across its consecutive chunks. A chunk's outputs are the same whoever
+  // computes it.
+  const bool converts = !p.act_direct || mask != nullptr;
+  const bool shared = converts && !p.by_lanes && !p.gather_w && has_work_shares(args, n_chunks);
+  if (shared) publish_share(args, n_chunks);
+  if (converts) {
     if (!p.act_direct) convert_rows(x, p, act, local, args);
     if (mask != nullptr) {
       auto* spans = reinterpret_cast<MaskSpan*>(act + p.spans_at);
@@ -355,22 +375,16 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     args.barrier();
   }
 
-  const int64_t k = x.ne[0];
-  const int64_t r2 = x.ne[2] / w.ne[2];
-  const int64_t r3 = x.ne[3] / w.ne[3];
   if (p.by_lanes) {
     mul_mat_by_lanes(dst, p, act, reinterpret_cast<float*>(local), args);
     return;
   }
-  // Decode under grouped-query attention: one query row per head, r2 heads reading each K
-  // head. Taken as the activation rows of one weight batch, they share every pass over its
-  // rows instead of each reading the head on its own. Every output is still one dot product.
-  const bool fold = folds_heads(w, x);
-  const int64_t rows = fold ? r2 : dst.ne[1];
-  const int64_t batch_dim = fold ? w.ne[2] : dst.ne[2];
-  const Chunking ch = make_chunking(dst.ne[0], rows, batch_dim * dst.ne[3], p, args.nth);
-  const int64_t per_batch = ch.count_m * ch.count_n;
-  const Range chunks = split_range(ch.batches * per_batch, args.ith, args.nth);
+  const Range mine = split_range(n_chunks, args.ith, args.nth);
+  int64_t next_mine = mine.begin;
+  const auto next_chunk = [&]() -> int64_t {
+    if (shared) return claim_item(args);
+    return next_mine < mine.end ? next_mine++ : -1;
+  };
   const int64_t ldo_w = static_cast<int64_t>(dst.nb[0] / sizeof(float));
   const int64_t ldo_a = static_cast<int64_t>(dst.nb[fold ? 2 : 1] / sizeof(float));
   const size_t x_row = x.nb[fold ? 2 : 1];
@@ -410,7 +424,7 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
     if (hidden > 0) TileMask::apply(bits, nw, na, out, ldo_w, ldo_a);
   };
   const auto nothing = [] {};
-  for (int64_t c = chunks.begin; c < chunks.end; ++c) {
+  for (int64_t c = next_chunk(); c >= 0; c = next_chunk()) {
     const int64_t batch = batches_inner ? c % ch.batches : c / per_batch;
     const int64_t within = batches_inner ? c / ch.batches : c % per_batch;
     // The batch of the chunk's first activation row (with fold, rows run over batches).
