@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
-#include <memory>
 #include <new>
 #include <string>
 
@@ -79,11 +78,10 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
   std::atomic<size_t> failed_at{kNoFailure};
   std::vector<Status> errors(static_cast<size_t>(pool.size()));
   OpProfile* profile = active_op_profile();
-  // Without them (no memory for a few lines) kernels split their work statically.
-  std::unique_ptr<WorkShare[]> shares(new (std::nothrow) WorkShare[pool.size()]);
+  std::vector<WorkShare> shares(static_cast<size_t>(pool.size()));
   pool.run([&](int ith, int nth) {
     const KernelArgs args{ith,          nth,   scratch.data(), scratch.size(),
-                          pool_barrier, &pool, shares.get()};
+                          pool_barrier, &pool, shares.data()};
     // Only the first thread times the nodes: barrier to barrier is every thread's time on one.
     OpProfile* timing = ith == 0 ? profile : nullptr;
     auto since = std::chrono::steady_clock::now();

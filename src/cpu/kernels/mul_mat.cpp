@@ -360,10 +360,10 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   // where a barrier follows the shares' publication anyway; not for gathered rows, which a
   // thread reuses across its consecutive chunks. A chunk's outputs are the same whoever
   // computes it.
-  const bool converts = !p.act_direct || mask != nullptr;
-  const bool shared = converts && !p.by_lanes && !p.gather_w && has_work_shares(args, n_chunks);
+  const bool prepares = !p.act_direct || mask != nullptr;  // then a barrier follows
+  const bool shared = prepares && !p.by_lanes && !p.gather_w && has_work_shares(args, n_chunks);
   if (shared) publish_share(args, n_chunks);
-  if (converts) {
+  if (prepares) {
     if (!p.act_direct) convert_rows(x, p, act, local, args);
     if (mask != nullptr) {
       auto* spans = reinterpret_cast<MaskSpan*>(act + p.spans_at);
