@@ -109,36 +109,90 @@ TEST(FlashAttn, HiddenCacheCellsChangeNoBit) {
   }
 }
 
-// Tokens computed in separate calls (micro-batches) give the bits of one call over all of them.
+// Tokens computed in separate calls (micro-batches) give the bits of one call over all of them:
+// on a short cache, and on one where every token's cells span several segments, which one
+// token's call deals to the threads and a prompt's call walks in order.
 TEST(FlashAttn, SplittingTokensKeepsBits) {
-  constexpr int64_t kSplits[][2] = {{0, 1}, {1, 6}, {7, 26}};
+  constexpr int64_t kSplits[][2] = {{0, 1}, {1, 6}, {7, 25}, {32, 1}};
+  for (const int64_t n_kv : {90, 700}) {
+    for (Type t : kKvTypes) {
+      const Case c{
+          "split_" + test::tname(t) + "_kv" + std::to_string(n_kv),
+          [t, n_kv, &kSplits](Context& ctx, Inputs& in) {
+            const AttnShape s{64, 4, 2, 33, n_kv};
+            const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, true, n_kv);
+            std::vector<Tensor*> outs = {core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 0.5f)};
+            Tensor* q_rows = op.q->src[0];  // [hd, n_head, n_tokens]
+            for (const auto& [first, n] : kSplits) {
+              Tensor* qs = core::view(ctx, q_rows, {64, 4, n, 1}, q_rows->nb,
+                                      static_cast<size_t>(first) * q_rows->nb[2]);
+              Tensor* ms = core::view(ctx, op.mask, {op.mask->ne[0], n, 1, 1}, op.mask->nb,
+                                      static_cast<size_t>(first) * op.mask->nb[1]);
+              outs.push_back(core::flash_attn(ctx, core::permute(ctx, qs, {0, 2, 1, 3}), op.k, op.v,
+                                              ms, 0.5f));
+            }
+            return outs;
+          }};
+      for (int n_threads : {1, 3}) {
+        const Outputs got = run(c, n_threads);
+        ASSERT_EQ(got.values.size(), 1 + std::size(kSplits));
+        const size_t per_token = 64 * 4;
+        for (size_t i = 0; i < std::size(kSplits); ++i) {
+          const auto first = static_cast<size_t>(kSplits[i][0]);
+          const std::vector<float> expect(
+              got.values[0].begin() + static_cast<std::ptrdiff_t>(first * per_token),
+              got.values[0].begin() +
+                  static_cast<std::ptrdiff_t>(first * per_token + got.values[i + 1].size()));
+          EXPECT_EQ(got.values[i + 1], expect)
+              << c.name << " split " << i << ", " << n_threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+// A token whose cells lie in every other page of the cache (another sequence's pages between,
+// hidden by its mask) gets the bits it gets from the same cells packed together: its segments
+// are counted in the blocks it sees. 20 blocks (three segments), the last one partly filled.
+TEST(FlashAttn, CellsSpreadOverPagesKeepBits) {
+  constexpr int64_t kHd = 64, kHeadsKv = 2, kPacked = 630, kBlock = 32;
+  constexpr int64_t kSpread = 2 * 640;
   for (Type t : kKvTypes) {
-    const Case c{
-        "split_" + test::tname(t), [t, &kSplits](Context& ctx, Inputs& in) {
-          const AttnShape s{64, 4, 2, 33, 90};
-          const AttnOperands op = test::attn_operands(ctx, in, s, t, t, true, true, 90);
-          std::vector<Tensor*> outs = {core::flash_attn(ctx, op.q, op.k, op.v, op.mask, 0.5f)};
-          Tensor* q_rows = op.q->src[0];  // [hd, n_head, n_tokens]
-          for (const auto& [first, n] : kSplits) {
-            Tensor* qs = core::view(ctx, q_rows, {64, 4, n, 1}, q_rows->nb,
-                                    static_cast<size_t>(first) * q_rows->nb[2]);
-            Tensor* ms = core::view(ctx, op.mask, {op.mask->ne[0], n, 1, 1}, op.mask->nb,
-                                    static_cast<size_t>(first) * op.mask->nb[1]);
-            outs.push_back(
-                core::flash_attn(ctx, core::permute(ctx, qs, {0, 2, 1, 3}), op.k, op.v, ms, 0.5f));
-          }
-          return outs;
-        }};
-    const Outputs got = run(c, 3);
-    ASSERT_EQ(got.values.size(), 1 + std::size(kSplits));
-    const size_t per_token = 64 * 4;
-    for (size_t i = 0; i < std::size(kSplits); ++i) {
-      const auto first = static_cast<size_t>(kSplits[i][0]);
-      const std::vector<float> expect(
-          got.values[0].begin() + static_cast<std::ptrdiff_t>(first * per_token),
-          got.values[0].begin() +
-              static_cast<std::ptrdiff_t>(first * per_token + got.values[i + 1].size()));
-      EXPECT_EQ(got.values[i + 1], expect) << c.name << " split " << i;
+    const Case c{"pages_" + test::tname(t), [t](Context& ctx, Inputs& in) {
+                   const int64_t row = kHd * kHeadsKv;
+                   std::vector<float> packed_k = test::uniform(kPacked * row, -1.0f, 1.0f, 5);
+                   std::vector<float> packed_v = test::uniform(kPacked * row, -1.0f, 1.0f, 6);
+                   // The spread cache: other values everywhere, then cell c of the packed
+                   // one in block 2 * (c / 32) + 1.
+                   std::vector<float> spread_k = test::uniform(kSpread * row, -1.0f, 1.0f, 7);
+                   std::vector<float> spread_v = test::uniform(kSpread * row, -1.0f, 1.0f, 8);
+                   std::vector<float> mask(kSpread, -INFINITY);
+                   for (int64_t cell = 0; cell < kPacked; ++cell) {
+                     const int64_t at = (2 * (cell / kBlock) + 1) * kBlock + cell % kBlock;
+                     std::copy_n(packed_k.begin() + cell * row, row, spread_k.begin() + at * row);
+                     std::copy_n(packed_v.begin() + cell * row, row, spread_v.begin() + at * row);
+                     mask[static_cast<size_t>(at)] = 0.0f;
+                   }
+                   const auto cache = [&](const std::vector<float>& values, int64_t cells) {
+                     Tensor* leaf = test::leaf(ctx, t, {row, cells, 1, 1});
+                     in.f32[leaf] = values;
+                     return core::view(ctx, leaf, {kHd, cells, kHeadsKv, 1},
+                                       {leaf->nb[0], leaf->nb[1], core::row_size(t, kHd),
+                                        leaf->nb[1] * static_cast<size_t>(cells)},
+                                       0);
+                   };
+                   Tensor* q = test::f32(ctx, {kHd, 1, 8, 1});
+                   Tensor* m = test::f32(ctx, {kSpread, 1, 1, 1});
+                   in.f32[m] = mask;
+                   return std::vector{core::flash_attn(ctx, q, cache(packed_k, kPacked),
+                                                       cache(packed_v, kPacked), nullptr, 0.5f),
+                                      core::flash_attn(ctx, q, cache(spread_k, kSpread),
+                                                       cache(spread_v, kSpread), m, 0.5f)};
+                 }};
+    for (int n_threads : {1, 2, 3}) {
+      const Outputs got = run(c, n_threads);
+      ASSERT_EQ(got.bytes.size(), 2u);
+      EXPECT_EQ(got.bytes[0], got.bytes[1]) << c.name << ", " << n_threads << " threads";
     }
   }
 }

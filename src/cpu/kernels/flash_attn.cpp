@@ -16,9 +16,17 @@
 // its mask hides (-inf) get no score. If the block's maximum exceeds the row's running maximum m,
 // the row's f32 accumulator and running sum l (double) are scaled by e^(m_old - m_new). Then p_j =
 // e^(s_j - m), and every cell with p_j != 0 adds p_j to l and p_j * v_j to the accumulator, v_j
-// converted to f32 once per block and group. Finally out = acc / l (zeros when the mask hides every
-// cell). Cells hidden from every row of a group are never read, so decode costs O(visible cells)
-// and hidden padding changes no bit.
+// converted to f32 once per block and group. Cells hidden from every row of a group are never
+// read, so decode costs O(visible cells) and hidden padding changes no bit.
+//
+// A row's visible blocks (those where its mask shows a cell) are taken in segments of
+// kSegmentBlocks: each segment starts from an empty state, and the segments' states are folded
+// into the row's total in order (fold). Finally out = acc / l of the total (zeros when the mask
+// hides every cell). The segments are counted in the row's own visible blocks, so they are the
+// same whatever hidden cells lie between (another sequence's pages) and however the tokens are
+// split into calls. One token's segments are independent work: decode deals them to the threads
+// (flash-decoding), each reading a contiguous stretch of the cache for every KV head, then folds
+// them in order, the same bits as one walk.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,6 +37,7 @@
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/work_shares.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 namespace {
@@ -42,6 +51,10 @@ constexpr int kMaxSpan = 8;  ///< KV heads per work item
 /// sequence's consecutive positions each); steps of the same size, anchored at cell 0, keep a
 /// sequence's steps the same whatever other sequences' pages lie between its own.
 constexpr int64_t kBlock = 32;
+/// Visible blocks per segment. Fixed, not chosen by thread count: the segments fix the bits.
+/// 256 cells: a decode at a depth of 4096 gives 16 segments, each folded at the cost of a
+/// rescaled block of one row.
+constexpr int64_t kSegmentBlocks = 8;
 
 // How the (token, head) rows are grouped into items, and each thread's scratch layout.
 struct Plan {
@@ -56,8 +69,15 @@ struct Plan {
   /// KV heads an item walks side by side, block by block (decode): a thread then reads a
   /// contiguous span of each cache row instead of one head's part of it.
   int64_t kv_per_item = 1;
+  /// One token: the most KV heads a segment's item walks side by side (a divisor of n_head_kv).
+  int64_t segment_span = 1;
   size_t q_row = 0;  ///< bytes of one query row in k's dot type
-  size_t off_q = 0, off_qc = 0, off_acc = 0, off_s = 0, off_idx = 0, off_v = 0, total = 0;
+  size_t off_q = 0, off_qc = 0, off_acc = 0, off_tot = 0, off_s = 0, off_idx = 0, off_v = 0;
+  size_t off_blocks = 0, total = 0;
+  /// One token: the segments' states, shared [segment][query head]: acc [hd], m, l.
+  size_t off_seg_m = 0, off_seg_l = 0, shared = 0;
+
+  int64_t n_blocks(int64_t n_kv) const { return (n_kv + kBlock - 1) / kBlock; }
 
   int64_t head_chunks() const { return (group + heads_per_item - 1) / heads_per_item; }
   int64_t token_blocks() const { return (n_tokens + tokens_per_item - 1) / tokens_per_item; }
@@ -102,6 +122,14 @@ Plan make_plan(const Tensor& dst, int nth) {
       }
     }
   }
+  if (p.n_tokens == 1) {
+    for (int64_t d = std::min<int64_t>(p.n_head_kv, kMaxSpan); d >= 1; --d) {
+      if (p.n_head_kv % d == 0) {
+        p.segment_span = d;
+        break;
+      }
+    }
+  }
   const auto floats = [](int64_t n) { return align_up(static_cast<size_t>(n) * sizeof(float)); };
   if (p.dk != nullptr) {
     p.cells = packed_dot_f16_chained(k.type, p.hd);
@@ -112,13 +140,22 @@ Plan make_plan(const Tensor& dst, int nth) {
   p.q_row = p.cells != nullptr
                 ? p.cells->act_row_bytes(p.hd)
                 : core::row_size(p.dk != nullptr ? p.dk->act_type : Type::kF32, p.hd);
-  const int64_t span = p.kv_per_item;
+  const int64_t span = std::max(p.kv_per_item, p.segment_span);
+  const int64_t blocks = p.n_tokens == 1 ? p.n_blocks(k.ne[1]) : 0;
   p.off_qc = p.off_q + floats(p.hd);
   p.off_acc = p.off_qc + align_up(span * kMaxRows * p.q_row);
-  p.off_s = p.off_acc + floats(span * kMaxRows * p.hd);
+  p.off_tot = p.off_acc + floats(span * kMaxRows * p.hd);
+  p.off_s = p.off_tot + floats(span * kMaxRows * p.hd);
   p.off_idx = p.off_s + floats(span * kMaxRows * kBlock);
   p.off_v = p.off_idx + align_up(span * kBlock * sizeof(int32_t));
-  p.total = p.off_v + floats(kBlock * p.hd);
+  p.off_blocks = p.off_v + floats(kBlock * p.hd);
+  p.total = p.off_blocks + align_up(blocks * sizeof(int32_t));
+  if (blocks > 0) {
+    const int64_t states = (blocks + kSegmentBlocks - 1) / kSegmentBlocks * q.ne[2];
+    p.off_seg_m = floats(states * p.hd);
+    p.off_seg_l = p.off_seg_m + floats(states);
+    p.shared = p.off_seg_l + align_up(static_cast<size_t>(states) * sizeof(double));
+  }
   return p;
 }
 
@@ -396,22 +433,34 @@ struct Rows {
   int64_t head[kMaxRows] = {};
 };
 
-// Cells of [c0, c0 + nc) visible to at least one row; returns how many.
-int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t nc, int32_t* idx) {
+// Cells of [c0, c0 + nc) visible to at least one row; returns how many. Bit r of *sees is set
+// when row r sees one of them.
+int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t nc, int32_t* idx,
+                      uint32_t* sees) {
+  const uint32_t all_rows = (1u << rows.n) - 1;
+  if (mask == nullptr) {
+    for (int64_t j = 0; j < nc; ++j) idx[j] = static_cast<int32_t>(j);
+    *sees = nc > 0 ? all_rows : 0;
+    return nc;
+  }
+  *sees = 0;
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
   // A whole block of a dense mask: each distinct token's row compared 16 cells at a time (a
   // decode item's rows are one token's), then the visible cells' offsets from the bits.
-  if (nc == kBlock && (mask == nullptr || mask->nb[0] == sizeof(float))) {
+  if (nc == kBlock && mask->nb[0] == sizeof(float)) {
     static_assert(kBlock == 32);
-    uint32_t seen = mask == nullptr ? ~0u : 0u;
+    uint32_t seen = 0, token_bits = 0;
     const __m512 hidden = _mm512_set1_ps(-INFINITY);
-    for (int r = 0; r < rows.n && seen != ~0u; ++r) {
-      if (r > 0 && rows.token[r] == rows.token[r - 1]) continue;
-      const float* m = reinterpret_cast<const float*>(mask->row_ptr(rows.token[r])) + c0;
-      // Not equal or unordered: a NaN in the mask is visible, as != says.
-      const uint32_t lo = _mm512_cmp_ps_mask(_mm512_loadu_ps(m), hidden, _CMP_NEQ_UQ);
-      const uint32_t hi = _mm512_cmp_ps_mask(_mm512_loadu_ps(m + 16), hidden, _CMP_NEQ_UQ);
-      seen |= lo | hi << 16;
+    for (int r = 0; r < rows.n; ++r) {
+      if (r == 0 || rows.token[r] != rows.token[r - 1]) {
+        const float* m = reinterpret_cast<const float*>(mask->row_ptr(rows.token[r])) + c0;
+        // Not equal or unordered: a NaN in the mask is visible, as != says.
+        const uint32_t lo = _mm512_cmp_ps_mask(_mm512_loadu_ps(m), hidden, _CMP_NEQ_UQ);
+        const uint32_t hi = _mm512_cmp_ps_mask(_mm512_loadu_ps(m + 16), hidden, _CMP_NEQ_UQ);
+        token_bits = lo | hi << 16;
+        seen |= token_bits;
+      }
+      if (token_bits != 0) *sees |= 1u << r;
     }
     int64_t n = 0;
     for (uint32_t bits = seen; bits != 0; bits &= bits - 1) {
@@ -422,13 +471,27 @@ int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t 
 #endif
   int64_t n = 0;
   for (int64_t j = 0; j < nc; ++j) {
-    bool any = mask == nullptr;
-    for (int r = 0; r < rows.n && !any; ++r) {
-      any = load_f32(mask->row_ptr(rows.token[r]) + (c0 + j) * mask->nb[0]) != -INFINITY;
+    bool any = false;
+    for (int r = 0; r < rows.n; ++r) {
+      if (load_f32(mask->row_ptr(rows.token[r]) + (c0 + j) * mask->nb[0]) != -INFINITY) {
+        *sees |= 1u << r;
+        any = true;
+      }
     }
     if (any) idx[n++] = static_cast<int32_t>(j);
   }
   return n;
+}
+
+// Whether the mask row of `token` shows a cell of [c0, c0 + nc): the same test as
+// visible_cells', for one token.
+bool block_visible(const Tensor* mask, int64_t token, int64_t c0, int64_t nc) {
+  if (mask == nullptr) return nc > 0;
+  const uint8_t* row = mask->row_ptr(token);
+  for (int64_t j = 0; j < nc; ++j) {
+    if (load_f32(row + (c0 + j) * mask->nb[0]) != -INFINITY) return true;
+  }
+  return false;
 }
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
@@ -478,16 +541,49 @@ void add_row_sums(double* l, const float* p, int rows, int64_t n) {
 #endif
 }
 
-// One KV head's rows of a work item: their queries, and their running state over the cells.
+// One KV head's rows of a work item: their queries, their running state over the cells of
+// the current segment, and the total of their segments before it.
 struct Group {
   Rows rows;
   uint8_t* qc;   ///< the rows' queries in k's dot type, q_row bytes apart
   float* acc;    ///< per row: running sum of p_j v_j [hd]
+  float* tot;    ///< per row: the folded segments' sum of p_j v_j [hd]
   float* s;      ///< per row: scores, then probabilities, of the block's cells [kBlock]
   int32_t* idx;  ///< the block's cells visible to some row, as offsets within the block
   float m[kMaxRows];
   double l[kMaxRows];
+  float m_tot[kMaxRows];
+  double l_tot[kMaxRows];
+  int64_t seen[kMaxRows];  ///< visible blocks the row has taken
 };
+
+// total += segment, both states (running max m, sum of probabilities l, sum of p_j v_j acc)
+// relative to their own maximum: each rescaled to the larger one. An empty total takes the
+// segment as it is, so a row's single segment keeps its bits.
+void fold(float& m_tot, double& l_tot, float* acc_tot, float m, double l, const float* acc,
+          int64_t hd) {
+  if (m == -INFINITY) return;  // the segment showed the row nothing
+  if (m_tot == -INFINITY) {
+    m_tot = m;
+    l_tot = l;
+    std::copy(acc, acc + hd, acc_tot);
+    return;
+  }
+  const float mx = std::max(m_tot, m);
+  const float a = std::exp(m_tot - mx), b = std::exp(m - mx);
+  for (int64_t i = 0; i < hd; ++i) acc_tot[i] = acc_tot[i] * a + acc[i] * b;
+  l_tot = l_tot * a + l * b;
+  m_tot = mx;
+}
+
+// Row r's segment into its total, and the segment's state emptied.
+void close_segment(Group& g, int r, int64_t hd) {
+  float* acc = g.acc + r * hd;
+  fold(g.m_tot[r], g.l_tot[r], g.tot + r * hd, g.m[r], g.l[r], acc, hd);
+  std::fill(acc, acc + hd, 0.0f);
+  g.m[r] = -INFINITY;
+  g.l[r] = 0.0;
+}
 
 // What every block of a node reads.
 struct Node {
@@ -505,7 +601,14 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   const Tensor* mask = nd.mask;
   const Rows& rows = g.rows;
   const int64_t hd = p.hd, n_kv = k.ne[1];
-  const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), g.idx);
+  uint32_t sees = 0;
+  const int64_t n = visible_cells(mask, rows, c0, std::min(kBlock, n_kv - c0), g.idx, &sees);
+  // A row's segment ends with its kSegmentBlocks-th visible block.
+  for (int r = 0; r < rows.n; ++r) {
+    if ((sees >> r & 1u) == 0) continue;
+    if (g.seen[r] > 0 && g.seen[r] % kSegmentBlocks == 0) close_segment(g, r, hd);
+    ++g.seen[r];
+  }
   // Scores of runs of consecutive cells, tile by tile.
   for (int64_t i = 0; i < n;) {
     int64_t run = 1;
@@ -554,6 +657,16 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
     }
     exp_block(s, n, g.m[r]);
   }
+  // The V rows of the block two ahead, this head's part of each: parts a cache row apart,
+  // which the hardware prefetchers do not follow (K's rows are asked for by its tile).
+  if (const int64_t ahead = c0 + 2 * kBlock; ahead < n_kv) {
+    const size_t v_bytes = core::row_size(nd.v.type, hd);
+    const int64_t last = std::min(n_kv, ahead + kBlock);
+    for (int64_t c = ahead; c < last; ++c) {
+      const uint8_t* row = nd.v.row_ptr(c, rows.kv_head);
+      for (size_t b = 0; b < v_bytes; b += 64) simd::prefetch_stream(row + b);
+    }
+  }
   const void* vr[kBlock];
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* row = nd.v.row_ptr(c0 + g.idx[i], rows.kv_head);
@@ -564,31 +677,51 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   accumulate_rows(g.acc, g.s, rows.n, vr, nd.v_f16, n, hd);
 }
 
-// An item's groups walk the cells block by block, side by side; then out = acc / l per row.
-void attend(const Tensor& dst, const Plan& p, Group* groups, int64_t n_groups, float* vbuf) {
+Node make_node(const Tensor& dst, const Plan& p) {
   const auto& fp = std::get<core::FlashAttnParams>(dst.params);
-  const Node nd{*dst.src[1],
-                *dst.src[2],
-                dst.src[3],
-                fp.softcap,
-                fp.softcap != 0.0f ? fp.scale / fp.softcap : fp.scale,
-                reads_f16_rows(dst.src[2]->type, p.hd)};
-  const int64_t hd = p.hd, n_kv = nd.k.ne[1];
+  return {*dst.src[1],
+          *dst.src[2],
+          dst.src[3],
+          fp.softcap,
+          fp.softcap != 0.0f ? fp.scale / fp.softcap : fp.scale,
+          reads_f16_rows(dst.src[2]->type, p.hd)};
+}
+
+// Empty states, before a walk.
+void start(Group* groups, int64_t n_groups, int64_t hd) {
   for (int64_t gi = 0; gi < n_groups; ++gi) {
     Group& g = groups[gi];
-    std::fill(g.acc, g.acc + g.rows.n * hd, 0.0f);
-    std::fill(g.m, g.m + g.rows.n, -INFINITY);
-    std::fill(g.l, g.l + g.rows.n, 0.0);
+    const int n = g.rows.n;
+    std::fill(g.acc, g.acc + n * hd, 0.0f);
+    std::fill(g.tot, g.tot + n * hd, 0.0f);
+    std::fill(g.m, g.m + n, -INFINITY);
+    std::fill(g.l, g.l + n, 0.0);
+    std::fill(g.m_tot, g.m_tot + n, -INFINITY);
+    std::fill(g.l_tot, g.l_tot + n, 0.0);
+    std::fill(g.seen, g.seen + n, int64_t{0});
   }
+}
+
+// out = acc / l of a row's total (zeros when it saw nothing).
+void write_row(const Tensor& dst, const Rows& rows, int r, const float* acc, double l, int64_t hd) {
+  const float inv = l > 0.0 ? static_cast<float>(1.0 / l) : 0.0f;
+  auto* out = reinterpret_cast<float*>(dst.row_ptr(rows.head[r], rows.token[r]));
+  for (int64_t i = 0; i < hd; ++i) out[i] = acc[i] * inv;
+}
+
+// An item's groups walk the cells block by block, side by side; then out = acc / l per row.
+void attend(const Tensor& dst, const Plan& p, Group* groups, int64_t n_groups, float* vbuf) {
+  const Node nd = make_node(dst, p);
+  const int64_t hd = p.hd, n_kv = nd.k.ne[1];
+  start(groups, n_groups, hd);
   for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
     for (int64_t gi = 0; gi < n_groups; ++gi) attend_block(nd, p, groups[gi], c0, vbuf);
   }
   for (int64_t gi = 0; gi < n_groups; ++gi) {
-    const Group& g = groups[gi];
+    Group& g = groups[gi];
     for (int r = 0; r < g.rows.n; ++r) {
-      const float inv = g.l[r] > 0.0 ? static_cast<float>(1.0 / g.l[r]) : 0.0f;
-      auto* out = reinterpret_cast<float*>(dst.row_ptr(g.rows.head[r], g.rows.token[r]));
-      for (int64_t i = 0; i < hd; ++i) out[i] = g.acc[r * hd + i] * inv;
+      close_segment(g, r, hd);
+      write_row(dst, g.rows, r, g.tot + r * hd, g.l_tot[r], hd);
     }
   }
 }
@@ -613,39 +746,144 @@ Rows item_rows(const Plan& p, int64_t item, int64_t j) {
   return rows;
 }
 
+// Item `item`'s groups: their rows, and the rows' queries in k's dot type.
+void load_item(const Tensor& q, const Plan& p, int64_t item, Group* groups, float* qf) {
+  for (int64_t j = 0; j < p.kv_per_item; ++j) {
+    Group& g = groups[j];
+    g.rows = item_rows(p, item, j);
+    for (int r = 0; r < g.rows.n; ++r) {
+      gather_to_f32(Type::kF32, q.row_ptr(g.rows.token[r], g.rows.head[r]), q.nb[0], qf, p.hd);
+      if (p.cells != nullptr) {
+        p.cells->pack(qf, g.qc + r * p.q_row, p.hd);
+      } else {
+        convert_activations(p.dk->act_type, qf, g.qc + r * p.q_row, p.hd);
+      }
+    }
+  }
+}
+
+// One token's visible blocks, in order; returns how many.
+int64_t visible_blocks(const Tensor* mask, int64_t n_kv, int32_t* blocks) {
+  int64_t n = 0;
+  for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
+    if (block_visible(mask, 0, c0, std::min(kBlock, n_kv - c0))) {
+      blocks[n++] = static_cast<int32_t>(c0 / kBlock);
+    }
+  }
+  return n;
+}
+
+// One token over several segments: items are (segment, span of KV heads, chunk of query
+// heads), dealt in work shares; each writes its rows' segment states, which the threads then
+// fold in segment order, a range of query heads each. `seg` is the plan of one segment's items.
+void attend_segments(const Tensor& dst, const Plan& seg, const int32_t* blocks, int64_t n_blocks,
+                     Group* groups, float* qf, float* vbuf, uint8_t* shared,
+                     const KernelArgs& args) {
+  const Tensor& q = *dst.src[0];
+  const Node nd = make_node(dst, seg);
+  const int64_t hd = seg.hd, n_head = q.ne[2];
+  const int64_t n_seg = (n_blocks + kSegmentBlocks - 1) / kSegmentBlocks;
+  auto* seg_acc = reinterpret_cast<float*>(shared);
+  auto* seg_m = reinterpret_cast<float*>(shared + seg.off_seg_m);
+  auto* seg_l = reinterpret_cast<double*>(shared + seg.off_seg_l);
+  const int64_t per_segment = seg.items(), items = n_seg * per_segment;
+  const bool shares = has_work_shares(args, items);
+  if (shares) publish_share(args, items);
+  args.barrier();
+  int64_t next_mine = args.ith;
+  const auto next_item = [&]() -> int64_t {
+    if (shares) return claim_item(args);
+    const int64_t i = next_mine;
+    next_mine += args.nth;
+    return i < items ? i : -1;
+  };
+  for (int64_t item = next_item(); item >= 0; item = next_item()) {
+    const int64_t sg = item / per_segment;
+    load_item(q, seg, item % per_segment, groups, qf);
+    start(groups, seg.kv_per_item, hd);
+    const int64_t b1 = std::min(n_blocks, (sg + 1) * kSegmentBlocks);
+    for (int64_t b = sg * kSegmentBlocks; b < b1; ++b) {
+      for (int64_t j = 0; j < seg.kv_per_item; ++j) {
+        attend_block(nd, seg, groups[j], int64_t{blocks[b]} * kBlock, vbuf);
+      }
+    }
+    for (int64_t j = 0; j < seg.kv_per_item; ++j) {
+      const Group& g = groups[j];
+      for (int r = 0; r < g.rows.n; ++r) {
+        const int64_t state = sg * n_head + g.rows.head[r];
+        std::copy(g.acc + r * hd, g.acc + (r + 1) * hd, seg_acc + state * hd);
+        seg_m[state] = g.m[r];
+        seg_l[state] = g.l[r];
+      }
+    }
+  }
+  args.barrier();
+  Rows row;
+  row.n = 1;
+  const Range heads = split_range(n_head, args.ith, args.nth);
+  for (int64_t h = heads.begin; h < heads.end; ++h) {
+    float m = -INFINITY;
+    double l = 0.0;
+    float* acc = qf;  // hd floats of this thread's scratch
+    std::fill(acc, acc + hd, 0.0f);
+    for (int64_t sg = 0; sg < n_seg; ++sg) {
+      const int64_t state = sg * n_head + h;
+      fold(m, l, acc, seg_m[state], seg_l[state], seg_acc + state * hd, hd);
+    }
+    row.head[0] = h;
+    write_row(dst, row, 0, acc, l, hd);
+  }
+}
+
+// The plan of one segment's items: the widest span of KV heads (a contiguous stretch of each
+// cache row), narrowed while the segments' items are too few to keep the threads busy.
+Plan segment_plan(const Plan& p, int64_t n_seg, int nth) {
+  Plan seg = p;
+  seg.heads_per_item = std::min<int64_t>(p.group, kMaxRows);
+  seg.tokens_per_item = 1;
+  seg.kv_per_item = 1;
+  for (int64_t d = p.segment_span; d >= 1; --d) {
+    if (p.n_head_kv % d != 0) continue;
+    seg.kv_per_item = d;
+    if (n_seg * seg.items() >= 4 * static_cast<int64_t>(nth)) break;
+  }
+  return seg;
+}
+
 }  // namespace
 
 size_t flash_attn_work_size(const Tensor& dst, int nth) {
-  return scratch_bytes(0, make_plan(dst, nth).total, nth);
+  const Plan p = make_plan(dst, nth);
+  return scratch_bytes(p.shared, p.total, nth);
 }
 
 void flash_attn(const Tensor& dst, const KernelArgs& args) {
   const Tensor& q = *dst.src[0];
   const Plan p = make_plan(dst, args.nth);
-  uint8_t* area = thread_scratch(args, 0, p.total);
+  uint8_t* area = thread_scratch(args, p.shared, p.total);
   auto* qf = reinterpret_cast<float*>(area + p.off_q);
   auto* vbuf = reinterpret_cast<float*>(area + p.off_v);
   Group groups[kMaxSpan];
-  for (int64_t j = 0; j < p.kv_per_item; ++j) {
+  for (int64_t j = 0; j < std::max(p.kv_per_item, p.segment_span); ++j) {
     Group& g = groups[j];
     g.qc = area + p.off_qc + j * kMaxRows * p.q_row;
     g.acc = reinterpret_cast<float*>(area + p.off_acc) + j * kMaxRows * p.hd;
+    g.tot = reinterpret_cast<float*>(area + p.off_tot) + j * kMaxRows * p.hd;
     g.s = reinterpret_cast<float*>(area + p.off_s) + j * kMaxRows * kBlock;
     g.idx = reinterpret_cast<int32_t*>(area + p.off_idx) + j * kBlock;
   }
-  for (int64_t item = args.ith; item < p.items(); item += args.nth) {
-    for (int64_t j = 0; j < p.kv_per_item; ++j) {
-      Group& g = groups[j];
-      g.rows = item_rows(p, item, j);
-      for (int r = 0; r < g.rows.n; ++r) {
-        gather_to_f32(Type::kF32, q.row_ptr(g.rows.token[r], g.rows.head[r]), q.nb[0], qf, p.hd);
-        if (p.cells != nullptr) {
-          p.cells->pack(qf, g.qc + r * p.q_row, p.hd);
-        } else {
-          convert_activations(p.dk->act_type, qf, g.qc + r * p.q_row, p.hd);
-        }
-      }
+  if (p.n_tokens == 1) {
+    auto* blocks = reinterpret_cast<int32_t*>(area + p.off_blocks);
+    const int64_t n_blocks = visible_blocks(dst.src[3], dst.src[1]->ne[1], blocks);
+    const int64_t n_seg = (n_blocks + kSegmentBlocks - 1) / kSegmentBlocks;
+    if (n_seg > 1) {
+      attend_segments(dst, segment_plan(p, n_seg, args.nth), blocks, n_blocks, groups, qf, vbuf,
+                      aligned_scratch(args), args);
+      return;
     }
+  }
+  for (int64_t item = args.ith; item < p.items(); item += args.nth) {
+    load_item(q, p, item, groups, qf);
     attend(dst, p, groups, p.kv_per_item, vbuf);
   }
 }
