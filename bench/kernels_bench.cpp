@@ -215,6 +215,7 @@ void register_all() {
     benchmark::RegisterBenchmark((std::string("MulMat/") + name).c_str(), BM_MulMat, type)
         ->Args({2048, 2048, 1})
         ->Args({2048, 5632, 1})
+        ->Args({5632, 2048, 1})
         ->Args({2048, 32000, 1})
         ->Args({5632, 32000, 1})
         ->Args({5632, 32000, 4})
