@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "memory/huge_page_buffer.h"
 #include "meta/meta_buffer.h"
 
 namespace strata::engine {
@@ -135,7 +136,14 @@ Result<std::unique_ptr<KvCache>> KvCache::create(const model::Hparams& hp,
     }
   }
   for (Group& g : groups) {
-    auto buf = g.type->allocate(g.bytes);
+    // Each token's attention reads every layer's cells in one pass, as decode reads weights:
+    // on the plain host the cache takes huge pages where the system gives them (fewer TLB
+    // misses, prefetchers running further ahead).
+    memory::BufferType* type = g.type;
+    if (type == &memory::host_buffer_type() && memory::huge_pages_supported()) {
+      type = &memory::huge_page_buffer_type();
+    }
+    auto buf = type->allocate(g.bytes);
     if (!buf.ok()) {
       return error(
           ErrorCode::kOutOfMemory,
