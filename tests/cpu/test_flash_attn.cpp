@@ -114,7 +114,7 @@ TEST(FlashAttn, HiddenCacheCellsChangeNoBit) {
 // token's call deals to the threads and a prompt's call walks in order.
 TEST(FlashAttn, SplittingTokensKeepsBits) {
   constexpr int64_t kSplits[][2] = {{0, 1}, {1, 6}, {7, 25}, {32, 1}};
-  for (const int64_t n_kv : {90, 700}) {
+  for (const int64_t n_kv : {90, 1100}) {
     for (Type t : kKvTypes) {
       const Case c{
           "split_" + test::tname(t) + "_kv" + std::to_string(n_kv),
@@ -153,10 +153,10 @@ TEST(FlashAttn, SplittingTokensKeepsBits) {
 
 // A token whose cells lie in every other page of the cache (another sequence's pages between,
 // hidden by its mask) gets the bits it gets from the same cells packed together: its segments
-// are counted in the blocks it sees. 20 blocks (three segments), the last one partly filled.
+// are counted in the blocks it sees. 35 blocks (three segments), the last one partly filled.
 TEST(FlashAttn, CellsSpreadOverPagesKeepBits) {
-  constexpr int64_t kHd = 64, kHeadsKv = 2, kPacked = 630, kBlock = 32;
-  constexpr int64_t kSpread = 2 * 640;
+  constexpr int64_t kHd = 64, kHeadsKv = 2, kPacked = 1100, kBlock = 32;
+  constexpr int64_t kSpread = 2 * 1120;
   for (Type t : kKvTypes) {
     const Case c{"pages_" + test::tname(t), [t](Context& ctx, Inputs& in) {
                    const int64_t row = kHd * kHeadsKv;
