@@ -58,6 +58,10 @@ constexpr int kMaxSpan = 8;  ///< KV heads per work item
 /// L3, 2 Zen 5 threads), at 32 no less.
 constexpr int64_t kSegmentBlocks = 16;
 
+int64_t n_segments(int64_t visible_blocks) {
+  return (visible_blocks + kSegmentBlocks - 1) / kSegmentBlocks;
+}
+
 // How the (token, head) rows are grouped into items, and each thread's scratch layout.
 struct Plan {
   const DotKernels* dk = nullptr;
@@ -153,7 +157,7 @@ Plan make_plan(const Tensor& dst, int nth) {
   p.off_blocks = p.off_v + floats(kBlock * p.hd);
   p.total = p.off_blocks + align_up(blocks * sizeof(int32_t));
   if (blocks > 0) {
-    const int64_t states = (blocks + kSegmentBlocks - 1) / kSegmentBlocks * q.ne[2];
+    const int64_t states = n_segments(blocks) * q.ne[2];
     p.off_seg_m = floats(states * p.hd);
     p.off_seg_l = p.off_seg_m + floats(states);
     p.shared = p.off_seg_l + align_up(static_cast<size_t>(states) * sizeof(double));
@@ -273,17 +277,6 @@ int64_t visible_cells(const Tensor* mask, const Rows& rows, int64_t c0, int64_t 
     if (any) idx[n++] = static_cast<int32_t>(j);
   }
   return n;
-}
-
-// Whether the mask row of `token` shows a cell of [c0, c0 + nc): the same test as
-// visible_cells', for one token.
-bool block_visible(const Tensor* mask, int64_t token, int64_t c0, int64_t nc) {
-  if (mask == nullptr) return nc > 0;
-  const uint8_t* row = mask->row_ptr(token);
-  for (int64_t j = 0; j < nc; ++j) {
-    if (load_f32(row + (c0 + j) * mask->nb[0]) != -INFINITY) return true;
-  }
-  return false;
 }
 
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
@@ -554,13 +547,16 @@ void load_item(const Tensor& q, const Plan& p, int64_t item, Group* groups, floa
   }
 }
 
-// One token's visible blocks, in order; returns how many.
+// One token's visible blocks, in order, by visible_cells' test; returns how many.
 int64_t visible_blocks(const Tensor* mask, int64_t n_kv, int32_t* blocks) {
+  Rows token;
+  token.n = 1;
+  int32_t idx[kBlock];
   int64_t n = 0;
   for (int64_t c0 = 0; c0 < n_kv; c0 += kBlock) {
-    if (block_visible(mask, 0, c0, std::min(kBlock, n_kv - c0))) {
-      blocks[n++] = static_cast<int32_t>(c0 / kBlock);
-    }
+    uint32_t sees = 0;
+    visible_cells(mask, token, c0, std::min(kBlock, n_kv - c0), idx, &sees);
+    if (sees != 0) blocks[n++] = static_cast<int32_t>(c0 / kBlock);
   }
   return n;
 }
@@ -574,7 +570,7 @@ void attend_segments(const Tensor& dst, const Plan& seg, const int32_t* blocks, 
   const Tensor& q = *dst.src[0];
   const Node nd = make_node(dst, seg);
   const int64_t hd = seg.hd, n_head = q.ne[2];
-  const int64_t n_seg = (n_blocks + kSegmentBlocks - 1) / kSegmentBlocks;
+  const int64_t n_seg = n_segments(n_blocks);
   auto* seg_acc = reinterpret_cast<float*>(shared);
   auto* seg_m = reinterpret_cast<float*>(shared + seg.off_seg_m);
   auto* seg_l = reinterpret_cast<double*>(shared + seg.off_seg_l);
@@ -667,7 +663,7 @@ void flash_attn(const Tensor& dst, const KernelArgs& args) {
   if (p.n_tokens == 1) {
     auto* blocks = reinterpret_cast<int32_t*>(area + p.off_blocks);
     const int64_t n_blocks = visible_blocks(dst.src[3], dst.src[1]->ne[1], blocks);
-    const int64_t n_seg = (n_blocks + kSegmentBlocks - 1) / kSegmentBlocks;
+    const int64_t n_seg = n_segments(n_blocks);
     if (n_seg > 1) {
       attend_segments(dst, segment_plan(p, n_seg, args.nth), blocks, n_blocks, groups, qf, vbuf,
                       aligned_scratch(args), args);
