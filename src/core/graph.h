@@ -16,7 +16,9 @@ struct Graph {
 };
 
 /// Collects everything `outputs` depend on. Outputs are flagged kFlagOutput; unnamed nodes
-/// get a name from their position ("node_12") so identity is stable across rebuilds.
+/// get a name from their position ("node_12") so identity is stable across rebuilds. Matrix
+/// products that read the same activations (Q, K and V; gate and up) come one after another
+/// where their other sources allow it, so that a backend may take them in one pass.
 Graph build_graph(std::span<Tensor* const> outputs);
 
 }  // namespace strata::core

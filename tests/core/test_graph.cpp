@@ -122,5 +122,37 @@ TEST(Graph, CacheReadsAreOrderedAfterTheWrite) {
   EXPECT_EQ(written->view_src, cache);
 }
 
+TEST(Graph, ProductsOfOneInputRunTogether) {
+  // Attention's shape: V's product feeds a cache write that the DFS reaches before K's
+  // product, and Q's comes last; all three read x.
+  Context ctx;
+  Tensor* x = ctx.new_tensor(Type::kF32, {8, 1, 1, 1}, "x");
+  Tensor* cur = scale(ctx, x, 0.5f);
+  auto weight = [&](const char* name) { return ctx.new_tensor(Type::kF32, {8, 8, 1, 1}, name); };
+  Tensor* v = mul_mat(ctx, weight("wv"), cur);
+  Tensor* v_used = silu(ctx, v);
+  Tensor* k = mul_mat(ctx, weight("wk"), cur);
+  Tensor* k_used = add(ctx, v_used, scale(ctx, k, 2.0f));
+  Tensor* q = mul_mat(ctx, weight("wq"), cur);
+  Tensor* out = add(ctx, k_used, silu(ctx, q));
+  // A product of the same input that needs a node computed after the first product stays.
+  Tensor* late = mul_mat(ctx, v_used, cur);
+  Tensor* last = add(ctx, out, late);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().message();
+  Tensor* outs[] = {last};
+  Graph g = build_graph(outs);
+  const auto at = [&](const Tensor* t) { return std::find(g.nodes.begin(), g.nodes.end(), t); };
+  ASSERT_NE(at(v), g.nodes.end());
+  EXPECT_EQ(at(k), at(v) + 1);
+  EXPECT_EQ(at(q), at(v) + 2);
+  EXPECT_GT(at(late), at(v_used));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (Tensor* s : g.nodes[i]->src) {
+      if (s == nullptr || s->op == Op::kNone) continue;
+      EXPECT_LT(at(s) - g.nodes.begin(), static_cast<std::ptrdiff_t>(i)) << g.nodes[i]->name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata::core
