@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <new>
 #include <string>
@@ -10,6 +11,7 @@
 #include "cpu/kernels/dispatch.h"
 #include "cpu/kernels/work_shares.h"
 #include "cpu/op_profile.h"
+#include "cpu/passes.h"
 
 namespace strata::cpu {
 namespace {
@@ -46,9 +48,25 @@ void store_min(std::atomic<size_t>& a, size_t v) {
   }
 }
 
+// STRATA_CPU_PASSES=0 puts a barrier after every node (for measuring what passes save).
+bool passes_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("STRATA_CPU_PASSES");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled;
+}
+
+std::vector<Pass> one_node_passes(size_t n) {
+  std::vector<Pass> passes(n);
+  for (size_t i = 0; i < n; ++i) passes[i] = {i, i + 1};
+  return passes;
+}
+
 }  // namespace
 
-Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t>& scratch) {
+Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t>& scratch,
+                     Barriers barriers) {
   std::vector<const Tensor*> work;
   size_t need = 0;
   for (const Tensor* node : g.nodes) {
@@ -78,11 +96,17 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
   std::atomic<size_t> failed_at{kNoFailure};
   std::vector<Status> errors(static_cast<size_t>(pool.size()));
   OpProfile* profile = active_op_profile();
-  std::vector<WorkShare> shares(static_cast<size_t>(pool.size()));
-  pool.run([&](int ith, int nth) {
-    const KernelArgs args{ith,          nth,   scratch.data(), scratch.size(),
-                          pool_barrier, &pool, shares.data()};
-    // Only the first thread times the nodes: barrier to barrier is every thread's time on one.
+  const std::vector<Pass> passes = barriers == Barriers::kPerPass && passes_enabled()
+                                       ? plan_passes(work)
+                                       : one_node_passes(work.size());
+  // Each product of a pass deals its chunks through shares of its own (work_shares.h).
+  const auto nth = static_cast<size_t>(pool.size());
+  std::vector<WorkShare> shares(kMaxPassProducts * nth);
+  pool.run([&](int ith, int nth_run) {
+    KernelArgs args{ith,          nth_run, scratch.data(), scratch.size(),
+                    pool_barrier, &pool,   shares.data()};
+    // Only the first thread times the nodes: barrier to barrier is every thread's time on one
+    // (within a pass, the first thread's own time on each).
     OpProfile* timing = ith == 0 ? profile : nullptr;
     auto since = std::chrono::steady_clock::now();
     const auto lap = [&](const Tensor& node) {
@@ -90,19 +114,27 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
       timing->add(node, std::chrono::duration<double>(now - since).count());
       since = now;
     };
-    for (size_t i = 0; i < work.size(); ++i) {
-      Status s = compute_node(*work[i], args);
-      if (!s.ok()) {
-        errors[static_cast<size_t>(ith)] = s.with_context(label(*work[i]));
-        store_min(failed_at, i);
+    for (size_t pi = 0; pi < passes.size(); ++pi) {
+      const Pass& pass = passes[pi];
+      for (size_t i = pass.begin; i < pass.end; ++i) {
+        const size_t member = i - pass.begin;
+        args.input_ready = member > 0 && work[i]->op == core::Op::kMulMat;
+        args.shares = shares.data() + (args.input_ready ? member * nth : 0);
+        Status s = compute_node(*work[i], args);
+        if (!s.ok()) {
+          errors[static_cast<size_t>(ith)] = s.with_context(label(*work[i]));
+          store_min(failed_at, i);
+        }
+        if (timing != nullptr && i + 1 < pass.end) lap(*work[i]);
       }
-      if (i + 1 == work.size()) {
-        if (timing != nullptr) lap(*work[i]);
+      const size_t last = pass.end - 1;
+      if (pi + 1 == passes.size()) {
+        if (timing != nullptr) lap(*work[last]);
         break;
       }
       args.barrier();
-      if (timing != nullptr) lap(*work[i]);
-      if (failed_at.load(std::memory_order_relaxed) <= i) break;
+      if (timing != nullptr) lap(*work[last]);
+      if (failed_at.load(std::memory_order_relaxed) <= last) break;
     }
   });
   if (failed_at.load(std::memory_order_relaxed) == kNoFailure) return {};

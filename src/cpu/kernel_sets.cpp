@@ -181,4 +181,8 @@ Status compute_node(const core::Tensor& node, const KernelArgs& args) {
   return kernel_set().compute_node(node, args);
 }
 
+bool shares_converted_input(const core::Tensor& first, const core::Tensor& next) {
+  return kernel_set().shares_converted_input(first, next);
+}
+
 }  // namespace strata::cpu

@@ -23,4 +23,9 @@ size_t work_size(const core::Tensor& node, int n_threads);
 /// range) are returned by every participant alike, before anything is written.
 Status compute_node(const core::Tensor& node, const KernelArgs& args);
 
+/// Whether mul_mat node `next` reads its activations (src1) in the form `first` leaves in the
+/// shared scratch: the same tensor, converted the same way. Run right after `first` with
+/// KernelArgs::input_ready, it then skips the conversion and the barrier after it.
+bool shares_converted_input(const core::Tensor& first, const core::Tensor& next);
+
 }  // namespace strata::cpu

@@ -25,6 +25,10 @@ struct KernelArgs {
   /// nth shares of a node's items that idle participants take from (work_shares.h); null
   /// where the caller has none, and kernels then keep to their split_range.
   WorkShare* shares = nullptr;
+  /// mul_mat: the shared scratch already holds src1 converted for this node, by the node run
+  /// just before it (see shares_converted_input in dispatch.h), every participant past that
+  /// node's conversion; and `shares` are empty, so they need no barrier after publication.
+  bool input_ready = false;
 
   void barrier() const {
     if (nth > 1) barrier_fn(barrier_ctx);

@@ -49,6 +49,7 @@ const KernelSet kKernelSet = {
     check_node,
     work_size,
     compute_node,
+    mul_mat_shares_input,
     dot_kernels,
     packed_dot,
     packed_dot_f16_chained,

@@ -102,6 +102,8 @@ struct KernelSet {
   Status (*check_node)(const core::Tensor& node);
   size_t (*work_size)(const core::Tensor& node, int n_threads);
   Status (*compute_node)(const core::Tensor& node, const KernelArgs& args);
+  /// See dispatch.h's shares_converted_input.
+  bool (*shares_converted_input)(const core::Tensor& first, const core::Tensor& next);
 
   const DotKernels* (*dot_kernels)(core::Type weight_type);
   const PackedDot* (*packed_dot)(core::Type weight_type, int64_t k);

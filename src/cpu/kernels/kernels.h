@@ -52,4 +52,7 @@ size_t flash_attn_work_size(const core::Tensor& dst, int nth);
 size_t top_k_work_size(const core::Tensor& dst, int nth);
 size_t mul_mat_id_work_size(const core::Tensor& dst, int nth);
 
+/// dispatch.h's shares_converted_input for this set's mul_mat.
+bool mul_mat_shares_input(const core::Tensor& first, const core::Tensor& next);
+
 }  // namespace strata::cpu::STRATA_KERNEL_NS

@@ -336,6 +336,25 @@ size_t mul_mat_work_size(const Tensor& dst, int nth) {
   return scratch_bytes(p.act_bytes, p.per_thread, nth);
 }
 
+bool mul_mat_shares_input(const Tensor& first, const Tensor& next) {
+  if (first.op != core::Op::kMulMat || next.op != core::Op::kMulMat) return false;
+  if (first.src[1] != next.src[1] || first.src[2] != nullptr || next.src[2] != nullptr) {
+    return false;
+  }
+  const Tensor& x = *first.src[1];
+  if (folds_heads(*first.src[0], x) || folds_heads(*next.src[0], x)) return false;
+  const Plan a = make_plan(first);
+  const Plan b = make_plan(next);
+  if (a.by_lanes || b.by_lanes || a.gather_w || b.gather_w) return false;
+  // Each participant's own scratch lies after the shared part at its ith multiple of
+  // per_thread: with other sizes, one's area for one node would overlap another's for the next.
+  if (a.per_thread != b.per_thread || a.act_bytes != b.act_bytes) return false;
+  if (a.act_direct || b.act_direct) return a.act_direct == b.act_direct;  // read in place
+  const auto pack = [](const Plan& p) { return p.packed != nullptr ? p.packed->pack : nullptr; };
+  return pack(a) == pack(b) && (a.packed != nullptr || a.dk->act_type == b.dk->act_type) &&
+         a.act_row == b.act_row && a.tail_step == b.tail_step && a.gather_x == b.gather_x;
+}
+
 void mul_mat(const Tensor& dst, const KernelArgs& args) {
   const Tensor& w = *dst.src[0];
   const Tensor& x = *dst.src[1];
@@ -360,11 +379,15 @@ void mul_mat(const Tensor& dst, const KernelArgs& args) {
   // where a barrier follows the shares' publication anyway; not for gathered rows, which a
   // thread reuses across its consecutive chunks. A chunk's outputs are the same whoever
   // computes it.
-  const bool prepares = !p.act_direct || mask != nullptr;  // then a barrier follows
-  const bool shared = prepares && !p.by_lanes && !p.gather_w && has_work_shares(args, n_chunks);
+  // With input_ready the conversion is done and the shares were empty at the start: a thread
+  // that looks at another's share before its owner publishes it finds nothing to take.
+  const bool converts = !p.act_direct && !args.input_ready;
+  const bool prepares = converts || mask != nullptr;  // then a barrier follows
+  const bool shared = (prepares || args.input_ready) && !p.by_lanes && !p.gather_w &&
+                      has_work_shares(args, n_chunks);
   if (shared) publish_share(args, n_chunks);
   if (prepares) {
-    if (!p.act_direct) convert_rows(x, p, act, local, args);
+    if (converts) convert_rows(x, p, act, local, args);
     if (mask != nullptr) {
       auto* spans = reinterpret_cast<MaskSpan*>(act + p.spans_at);
       const Range mine = split_range(mask_rows(dst), args.ith, args.nth);
