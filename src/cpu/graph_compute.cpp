@@ -6,12 +6,14 @@
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <span>
 #include <string>
 
 #include "cpu/kernels/dispatch.h"
 #include "cpu/kernels/work_shares.h"
 #include "cpu/op_profile.h"
 #include "cpu/passes.h"
+#include "cpu/weight_prefetch.h"
 
 namespace strata::cpu {
 namespace {
@@ -99,6 +101,15 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
   const std::vector<Pass> passes = barriers == Barriers::kPerPass && passes_enabled()
                                        ? plan_passes(work)
                                        : one_node_passes(work.size());
+  const auto members = [&](const Pass& p) {
+    return std::span<const Tensor* const>(work).subspan(p.begin, p.end - p.begin);
+  };
+  // For each pass, the first later one whose weights a thread waiting after it asks for.
+  std::vector<size_t> prefetch_target(passes.size(), passes.size());
+  for (size_t pi = passes.size(); pi-- > 1;) {
+    prefetch_target[pi - 1] =
+        WeightPrefetch::has_target(members(passes[pi])) ? pi : prefetch_target[pi];
+  }
   // Each product of a pass deals its chunks through shares of its own (work_shares.h).
   const auto nth = static_cast<size_t>(pool.size());
   std::vector<WorkShare> shares(kMaxPassProducts * nth);
@@ -108,6 +119,8 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
     // Only the first thread times the nodes: barrier to barrier is every thread's time on one
     // (within a pass, the first thread's own time on each).
     OpProfile* timing = ith == 0 ? profile : nullptr;
+    WeightPrefetch prefetch;
+    size_t prefetching = passes.size();  // the pass whose weights `prefetch` asks for
     auto since = std::chrono::steady_clock::now();
     const auto lap = [&](const Tensor& node) {
       const auto now = std::chrono::steady_clock::now();
@@ -132,7 +145,12 @@ Status compute_graph(const core::Graph& g, ThreadPool& pool, std::vector<uint8_t
         if (timing != nullptr) lap(*work[last]);
         break;
       }
-      args.barrier();
+      if (const size_t t = prefetch_target[pi]; t != prefetching) {
+        prefetch =
+            t < passes.size() ? WeightPrefetch(members(passes[t]), ith, nth_run) : WeightPrefetch();
+        prefetching = t;
+      }
+      pool.barrier(prefetch.idle());
       if (timing != nullptr) lap(*work[last]);
       if (failed_at.load(std::memory_order_relaxed) <= last) break;
     }

@@ -23,11 +23,18 @@ void cpu_relax() {
 #endif
 }
 
-// Returns the value of `a` once it differs from `old`, with acquire ordering.
-uint32_t wait_for_change(const std::atomic<uint32_t>& a, uint32_t old) {
+// Returns the value of `a` once it differs from `old`, with acquire ordering. `idle` runs
+// between polls of the first, spinning phase.
+uint32_t wait_for_change(const std::atomic<uint32_t>& a, uint32_t old,
+                         const ThreadPool::IdleWork& idle = {}) {
   uint32_t v = a.load(std::memory_order_acquire);
+  bool busy = idle.step != nullptr;
   for (int i = 0; i < kPauseSpins && v == old; ++i) {
-    cpu_relax();
+    if (busy) {
+      busy = idle.step(idle.ctx);
+    } else {
+      cpu_relax();
+    }
     v = a.load(std::memory_order_acquire);
   }
   for (int i = 0; i < kYieldSpins && v == old; ++i) {
@@ -102,6 +109,10 @@ void ThreadPool::worker_loop(int ith) {
 }
 
 void ThreadPool::barrier() {
+  barrier(IdleWork{});
+}
+
+void ThreadPool::barrier(const IdleWork& idle) {
   if (n_threads_ == 1) return;
   // Read the phase before arriving: it cannot advance until this thread has arrived.
   const uint32_t phase = phase_.load(std::memory_order_relaxed);
@@ -114,7 +125,7 @@ void ThreadPool::barrier() {
     phase_.notify_all();
     return;
   }
-  wait_for_change(phase_, phase);
+  wait_for_change(phase_, phase, idle);
 }
 
 }  // namespace strata::cpu

@@ -42,6 +42,16 @@ class ThreadPool {
   /// every participant must call it the same number of times.
   void barrier();
 
+  /// Something a participant may do while it waits at a barrier: each call does a little
+  /// (a few cache lines' prefetch) and returns false once there is nothing left.
+  struct IdleWork {
+    bool (*step)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+  };
+  /// barrier(), calling idle.step between polls while this participant waits; the barrier
+  /// opens without waiting for it.
+  void barrier(const IdleWork& idle);
+
  private:
   void worker_loop(int ith);
   void stop_workers();

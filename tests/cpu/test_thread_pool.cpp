@@ -133,6 +133,35 @@ TEST(ThreadPool, RunsFromSeveralThreadsAreSerialized) {
   EXPECT_EQ(total.load(), 2 * 300 * 2);
 }
 
+TEST(ThreadPool, IdleWorkRunsWhileWaitingAndNeverHoldsTheBarrier) {
+  ThreadPool pool(2);
+  // Participant 1 waits while 0 sleeps; its idle work never runs out, yet the barrier opens.
+  std::atomic<int> steps{0};
+  const auto forever = [](void* n) {
+    static_cast<std::atomic<int>*>(n)->fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
+  std::atomic<bool> after{false};
+  pool.run([&](int ith, int) {
+    if (ith == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pool.barrier(ThreadPool::IdleWork{forever, &steps});
+    after.store(true);
+  });
+  EXPECT_TRUE(after.load());
+  EXPECT_GT(steps.load(), 0);
+  // Work that ends is not called again.
+  std::atomic<int> calls{0};
+  const auto once = [](void* n) {
+    static_cast<std::atomic<int>*>(n)->fetch_add(1, std::memory_order_relaxed);
+    return false;
+  };
+  pool.run([&](int ith, int) {
+    if (ith == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pool.barrier(ith == 1 ? ThreadPool::IdleWork{once, &calls} : ThreadPool::IdleWork{});
+  });
+  EXPECT_EQ(calls.load(), 1);
+}
+
 // Sanitizers reserve terabytes of address space, which a limit on it would break.
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 // In a child process: limits the address space to what the process has now plus 64 MiB (too
