@@ -9,7 +9,8 @@
 // - row-local nodes (norms, elementwise ops) over the same rows: participant ith computes the
 //   same rows of each, so it reads only what it wrote itself.
 // Either way, no node of a pass may write memory that another of the pass reads or writes,
-// except a row-local node over exactly the rows a pass member wrote (in place).
+// except a row-local node writing, in place, exactly the rows (of its own shape) that a member
+// read or wrote: the same participant touches each of those rows in both.
 #pragma once
 
 #include <cstddef>
