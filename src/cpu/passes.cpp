@@ -10,6 +10,25 @@ namespace {
 using core::Op;
 using core::Tensor;
 
+// Whether this op's kernel computes participant ith's rows split_range(dst.nrows()) of dst
+// from the same rows of each source of dst's shape (and whole broadcast sources).
+bool is_row_local(Op op) {
+  switch (op) {
+    case Op::kAdd:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kScale:
+    case Op::kRmsNorm:
+    case Op::kSilu:
+    case Op::kSwiglu:
+    case Op::kGelu:
+    case Op::kTanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool overlap(const Tensor& a, const Tensor& b) {
   const auto* a0 = static_cast<const uint8_t*>(a.data);
   const auto* b0 = static_cast<const uint8_t*>(b.data);
@@ -61,23 +80,6 @@ bool joins_products(std::span<const Tensor* const> members, const Tensor& node) 
 }
 
 }  // namespace
-
-bool is_row_local(Op op) {
-  switch (op) {
-    case Op::kAdd:
-    case Op::kMul:
-    case Op::kDiv:
-    case Op::kScale:
-    case Op::kRmsNorm:
-    case Op::kSilu:
-    case Op::kSwiglu:
-    case Op::kGelu:
-    case Op::kTanh:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::vector<Pass> plan_passes(std::span<const Tensor* const> nodes) {
   std::vector<Pass> passes;

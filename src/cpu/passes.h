@@ -30,10 +30,6 @@ struct Pass {
 /// Matrix products in one pass at most: each has its own work shares (KernelArgs::shares).
 inline constexpr size_t kMaxPassProducts = 4;
 
-/// Whether this op's kernel computes participant ith's rows split_range(dst.nrows()) of dst
-/// from the same rows of each source of dst's shape (and whole broadcast sources).
-bool is_row_local(core::Op op);
-
 /// Splits `nodes` (computed nodes, in order) into passes.
 std::vector<Pass> plan_passes(std::span<const core::Tensor* const> nodes);
 
