@@ -35,6 +35,9 @@ class Q8Rows {
     lanes::row_offsets(ldw, nw, offset_);
   }
 
+  /// Nothing: scales() asks for a later tile's rows as they are read.
+  [[gnu::always_inline]] void ask_ahead(int64_t /*b*/) const {}
+
   /// Block b transposed: lane r of o.u[s] holds row r's levels of elements 4s..4s+3.
   [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
     o.dw = scales(b);
@@ -106,6 +109,11 @@ class Q8Rows16 {
  public:
   Q8Rows16(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
       : group_(reinterpret_cast<const core::BlockQ8_0x16*>(w)) {}
+
+  /// Several activation rows: block b's lines lanes::kGroupAhead on.
+  [[gnu::always_inline]] void ask_ahead(int64_t b) const {
+    simd::prefetch_lines_ahead(group_ + b, sizeof(core::BlockQ8_0x16), lanes::kGroupAhead);
+  }
 
   [[gnu::always_inline]] void load(int64_t b, WeightBlock& o) const {
     o.dw = scales(b);
