@@ -48,8 +48,8 @@ static_assert(sizeof(PanelBlock) == 1152);
 /// How far ahead of its reads decode for two or more activation rows asks for the lines of rows
 /// regrouped at load (one stream; Rows::ask_ahead). A block's work then takes long enough that
 /// the hardware prefetchers alone left the loads waiting on memory: tinyllama's 32000 x 5632
-/// output matrix for 4 activation rows, 2 Zen 5 threads, took 3.9-4.9 ms without and 1.8-2.3 ms
-/// with 8 KiB in q4_0x16 (2 KiB: 2.8-3.1; 16 and 32 KiB: as 8), 5.7-6.1 -> 4.5-4.8 ms in
+/// output matrix for 4 activation rows, 2 Zen 5 threads, took 3.6-4.9 ms without and 1.8-2.3 ms
+/// with 8 KiB in q4_0x16 (2 KiB: 2.8-3.1; 16 and 32 KiB: as 8), 5.5-6.1 -> 4.5-4.8 ms in
 /// q8_0x16. Decode's single row (lone_sums) reads fast enough without.
 inline constexpr size_t kGroupAhead = 8 << 10;
 
