@@ -471,13 +471,10 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   }
   // The V rows of the block two ahead, this head's part of each: parts a cache row apart,
   // which the hardware prefetchers do not follow (K's rows are asked for by its tile).
-  if (const int64_t ahead = c0 + 2 * kBlock; ahead < n_kv) {
-    const size_t v_bytes = core::row_size(nd.v.type, hd);
-    const int64_t last = std::min(n_kv, ahead + kBlock);
-    for (int64_t c = ahead; c < last; ++c) {
-      const uint8_t* row = nd.v.row_ptr(c, rows.kv_head);
-      for (size_t b = 0; b < v_bytes; b += 64) simd::prefetch_stream(row + b);
-    }
+  flash::RowsAhead ahead;
+  if (const int64_t later = c0 + 2 * kBlock; later < n_kv) {
+    ahead = {nd.v.row_ptr(later, rows.kv_head), nd.v.nb[1], core::row_size(nd.v.type, hd),
+             std::min(kBlock, n_kv - later)};
   }
   const void* vr[kBlock];
   for (int64_t i = 0; i < n; ++i) {
@@ -486,7 +483,7 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   }
   // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
   add_row_sums(g.l, g.s, rows.n, n);
-  accumulate_rows(g.acc, g.s, rows.n, vr, nd.v_f16, n, hd);
+  accumulate_rows(g.acc, g.s, rows.n, vr, nd.v_f16, n, hd, ahead);
 }
 
 Node make_node(const Tensor& dst, const Plan& p) {

@@ -2,6 +2,7 @@
 // accumulators of up to kMaxRows query rows take kBlock cells at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/types.h"
@@ -19,11 +20,20 @@ inline constexpr int64_t kBlock = 32;
 /// registers), rather than rows v_row converted.
 bool reads_f16_rows(core::Type v_type, int64_t hd);
 
+/// The V rows of a later block, which accumulate_rows asks memory for while it reads the
+/// current block's: n rows of `bytes` each, `stride` apart from `first` (none when n is 0).
+struct RowsAhead {
+  const uint8_t* first = nullptr;
+  size_t stride = 0;
+  size_t bytes = 0;
+  int64_t n = 0;
+};
+
 /// acc[r][e] += p[r][i] * v[i][e] over the n cells in order for `rows` rows (accumulators hd
 /// apart, probabilities kBlock apart), skipping cells whose p is 0: v holds the cells' V rows
-/// as f32, or as f16 where reads_f16_rows says so (`f16`).
+/// as f32, or as f16 where reads_f16_rows says so (`f16`). Meanwhile it asks for `ahead`'s lines.
 void accumulate_rows(float* acc, const float* p, int rows, const void* const* v, bool f16,
-                     int64_t n, int64_t hd);
+                     int64_t n, int64_t hd, const RowsAhead& ahead);
 
 /// A V row of n elements as f32: F32 rows in place, the others converted into `buf`.
 const float* v_row(core::Type t, const uint8_t* row, float* buf, int64_t n);
