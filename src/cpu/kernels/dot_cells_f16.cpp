@@ -127,16 +127,19 @@ void outputs(int64_t k, const float* cols, const float* const* a, __m512 sums[][
 void transpose_rows(int64_t k, const uint8_t* w, size_t ldw, int nw, float* cols) {
   constexpr int kWidth = kGroups * kRows;
   const int row_lines = static_cast<int>((k * 2 + 63) / 64);
-  const int lines = kWidth * row_lines;
   const int steps = kGroups * static_cast<int>(k / kRows);
-  const int per_step = (lines + steps - 1) / steps;
+  const int per_step = (kWidth * row_lines + steps - 1) / steps;
   const uint8_t* next = w + static_cast<size_t>(kAheadRows) * ldw;
-  int line = 0;
+  int ask_row = 0, ask_line = 0;  // the next line asked for: line ask_line of row ask_row
   for (int g = 0; g < kGroups; ++g) {
     for (int64_t d0 = 0; d0 < k; d0 += kRows) {
-      for (const int end = std::min(lines, line + per_step); line < end; ++line) {
-        simd::prefetch_stream(next + static_cast<size_t>(line / row_lines) * ldw +
-                              static_cast<size_t>(line % row_lines) * 64);
+      for (int asked = 0; asked < per_step && ask_row < kWidth; ++asked) {
+        simd::prefetch_stream(next + static_cast<size_t>(ask_row) * ldw +
+                              static_cast<size_t>(ask_line) * 64);
+        if (++ask_line == row_lines) {
+          ask_line = 0;
+          ++ask_row;
+        }
       }
       __m512 r[kRows];
       for (int i = 0; i < kRows; ++i) {
