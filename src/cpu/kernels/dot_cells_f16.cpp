@@ -114,42 +114,36 @@ void outputs(int64_t k, const float* cols, const float* const* a, __m512 sums[][
 }
 
 // The weight rows [0, nw) of w (ldw bytes apart), f16, as columns: cols[d * 32 + i] is element d
-// of row i (zero for rows past nw); k a multiple of 16 up to kMaxK.
+// of row i (rows past nw repeat the last); k a multiple of 16 up to kMaxK.
 //
 // A head's share of each cache row, a row apart, which the hardware prefetchers do not follow:
-// the same rows of the next call (the next 32 cells) are asked for while these are read, a few
-// lines at each step of 16 elements. Asked for all at once before the reads (two calls ahead),
-// their 64 lines had filled the core's miss buffers and held up the loads behind them, so that
-// memory's latency added to the work instead of hiding behind it. DecodeAttention/4096/22 (22
-// layers' cache, read from memory) on Zen 5, medians of 10 alternated runs: one thread 11.3 ->
-// 10.1 ms, two 7.8 -> 6.9. Spread alike, two calls ahead read slower than one (7.3 against 6.5
-// ms, 5 runs each).
+// the same rows of the next call (the next 32 cells) are asked for while these are read, each
+// row's next line as the step that starts reading a line of the current rows comes. Asked for
+// all at once before the reads (two calls ahead), their 64 lines had filled the core's miss
+// buffers and held up the loads behind them (DecodeAttention/4096/22, Zen 5: one thread 11.3
+// -> 10.1 ms when first spread). Spread by a counter of rows and lines, the bookkeeping (a
+// multiply and two compares per line) and the checks for rows past nw took a fifth of this
+// function; a line per row at every other step and row pointers fixed up front cost neither:
+// DecodeAttention/4096/22 on one Zen 5 thread 10.3 -> 9.6 ms, DecodeFlashAttention 12.1 ->
+// 11.2 (medians of 8 alternated runs; two threads 7.5 -> 7.1 and 8.2 -> 7.2).
 void transpose_rows(int64_t k, const uint8_t* w, size_t ldw, int nw, float* cols) {
   constexpr int kWidth = kGroups * kRows;
-  const int row_lines = static_cast<int>((k * 2 + 63) / 64);
-  const int steps = kGroups * static_cast<int>(k / kRows);
-  const int per_step = (kWidth * row_lines + steps - 1) / steps;
   const uint8_t* next = w + static_cast<size_t>(kAheadRows) * ldw;
-  int ask_row = 0, ask_line = 0;  // the next line asked for: line ask_line of row ask_row
+  // Rows past nw repeat the last one: their outputs are computed and never stored.
+  const uint8_t* rows[kWidth];
+  const int last = std::max(nw - 1, 0);
+  for (int i = 0; i < kWidth; ++i) rows[i] = w + static_cast<size_t>(std::min(i, last)) * ldw;
   for (int g = 0; g < kGroups; ++g) {
     for (int64_t d0 = 0; d0 < k; d0 += kRows) {
-      for (int asked = 0; asked < per_step && ask_row < kWidth; ++asked) {
-        simd::prefetch_stream(next + static_cast<size_t>(ask_row) * ldw +
-                              static_cast<size_t>(ask_line) * 64);
-        if (++ask_line == row_lines) {
-          ask_line = 0;
-          ++ask_row;
-        }
+      if (d0 % 32 == 0) {  // a new line of each row: the same line of the next call's rows
+        const uint8_t* ask = next + static_cast<size_t>(g * kRows) * ldw + d0 * 2;
+        for (int i = 0; i < kRows; ++i, ask += ldw) simd::prefetch_stream(ask);
       }
       __m512 r[kRows];
       for (int i = 0; i < kRows; ++i) {
-        const int row = g * kRows + i;
-        r[i] = row < nw
-                   ? _mm512_maskz_cvtph_ps(
-                         0xffff,
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                             w + static_cast<size_t>(row) * ldw + static_cast<size_t>(d0) * 2)))
-                   : _mm512_setzero_ps();
+        r[i] = _mm512_maskz_cvtph_ps(
+            0xffff,
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[g * kRows + i] + d0 * 2)));
       }
       transpose16(r);
       for (int j = 0; j < kRows; ++j) _mm512_store_ps(cols + (d0 + j) * kWidth + g * kRows, r[j]);
