@@ -202,10 +202,10 @@ void exp_block(float* p, int64_t n, float max) {
 #endif
 }
 
-// A full block's scores s[i] * scale + mask[i] (-inf where the mask is), in place; returns their
-// maximum. mask may be null.
-float scores_dense(float* s, const float* mask, float scale) {
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+// A full block's scores s[i] * scale + mask[i] (-inf where the mask is), in place; returns their
+// maxima lane by lane (none a NaN). mask may be null.
+__m512 scores_dense_lanes(float* s, const float* mask, float scale) {
   static_assert(kBlock % 16 == 0);
   const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
   __m512 vmax = ninf;
@@ -218,10 +218,41 @@ float scores_dense(float* s, const float* mask, float scale) {
     _mm512_storeu_ps(s + i, x);
     vmax = _mm512_maskz_max_ps(0xffff, x, vmax);  // a NaN score leaves the maximum as std::max does
   }
+  return vmax;
+}
+
+// out[r] = the largest of v[r]'s 16 lanes, for 8 registers at once: halves, then quarters, then
+// pairs of lanes of two rows side by side, so that 15 shuffles and 8 maxima serve all 8 rows
+// (one row at a time, its lanes stored and compared one by one, had taken a tenth of a decode
+// block's bookkeeping). The maximum does not depend on the order of the comparisons: no lane is
+// a NaN, and where +0 and -0 tie, either one gives the same e^(s - max) after it.
+void lane_maxima8(const __m512 v[8], float* out) {
+  const auto max = [](__m512 a, __m512 b) { return _mm512_maskz_max_ps(0xffff, a, b); };
+  __m512 w[4], x[2];
+  for (int j = 0; j < 4; ++j) {  // lanes 0-7: row 2j, 8-15: row 2j + 1
+    w[j] = max(_mm512_maskz_shuffle_f32x4(0xffff, v[2 * j], v[2 * j + 1], 0x44),
+               _mm512_maskz_shuffle_f32x4(0xffff, v[2 * j], v[2 * j + 1], 0xee));
+  }
+  for (int j = 0; j < 2; ++j) {  // 128-bit lane q: row 4j + q
+    x[j] = max(_mm512_maskz_shuffle_f32x4(0xffff, w[2 * j], w[2 * j + 1], 0x88),
+               _mm512_maskz_shuffle_f32x4(0xffff, w[2 * j], w[2 * j + 1], 0xdd));
+  }
+  // 128-bit lane q: elements 0, 1 row q; 2, 3 row 4 + q; then each pair's two compared.
+  const __m512 y = max(_mm512_maskz_shuffle_ps(0xffff, x[0], x[1], 0x44),
+                       _mm512_maskz_shuffle_ps(0xffff, x[0], x[1], 0xee));
+  const __m512 z = max(y, _mm512_maskz_permute_ps(0xffff, y, 0xb1));
   alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, vmax);
-  return *std::max_element(lanes, lanes + 16);
-#elif defined(STRATA_CPU_AVX2)
+  _mm512_store_ps(lanes, z);
+  for (int q = 0; q < 4; ++q) {
+    out[q] = lanes[4 * q];
+    out[4 + q] = lanes[4 * q + 2];
+  }
+}
+#else
+// A full block's scores s[i] * scale + mask[i] (-inf where the mask is), in place; returns their
+// maximum. mask may be null.
+float scores_dense(float* s, const float* mask, float scale) {
+#if defined(STRATA_CPU_AVX2)
   const __m256 vscale = _mm256_set1_ps(scale), ninf = _mm256_set1_ps(-INFINITY);
   __m256 vmax = ninf;
   for (int64_t i = 0; i < kBlock; i += 8) {
@@ -245,6 +276,23 @@ float scores_dense(float* s, const float* mask, float scale) {
     bmax = std::max(bmax, x);
   }
   return bmax;
+#endif
+}
+#endif
+
+// Each row's full block of scores (rows kBlock apart in s) scaled and masked in place, as
+// scores_dense does, and its maximum in bmax[r]; mask rows may be null.
+void dense_block_maxima(float* s, const float* const* mask, int rows, float scale, float* bmax) {
+#if defined(STRATA_CPU_AVX2) && defined(__AVX512F__)
+  __m512 v[kMaxRows];
+  for (int r = 0; r < kMaxRows; ++r) {
+    v[r] =
+        r < rows ? scores_dense_lanes(s + r * kBlock, mask[r], scale) : _mm512_set1_ps(-INFINITY);
+  }
+  static_assert(kMaxRows == 8);
+  lane_maxima8(v, bmax);
+#else
+  for (int r = 0; r < rows; ++r) bmax[r] = scores_dense(s + r * kBlock, mask[r], scale);
 #endif
 }
 
@@ -423,7 +471,8 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   }
   // Scores of runs of consecutive cells, tile by tile.
   for (int64_t i = 0; i < n;) {
-    int64_t run = 1;
+    // Every cell visible: one run (tiles permitting) without comparing the offsets.
+    int64_t run = n == kBlock ? std::min<int64_t>(n - i, p.max_w) : 1;
     while (i + run < n && run < p.max_w && g.idx[i + run] == g.idx[i] + run) ++run;
     for (int r = 0; r < rows.n; r += p.max_a) {
       p.tile(hd, k.row_ptr(c0 + g.idx[i], rows.kv_head), k.nb[1], static_cast<int>(run),
@@ -436,13 +485,21 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   // diagonal): the scores in vectors, the same operations per cell.
   const bool dense_block =
       n == kBlock && nd.softcap == 0.0f && (mask == nullptr || mask->nb[0] == sizeof(float));
+  float maxima[kMaxRows];
+  if (dense_block) {
+    const float* mv[kMaxRows];
+    for (int r = 0; r < rows.n; ++r) {
+      mv[r] = mask != nullptr ? reinterpret_cast<const float*>(mask->row_ptr(rows.token[r])) + c0
+                              : nullptr;
+    }
+    dense_block_maxima(g.s, mv, rows.n, nd.scale, maxima);
+  }
   for (int r = 0; r < rows.n; ++r) {
     float* s = g.s + r * kBlock;
     const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
     float bmax = -INFINITY;
     if (dense_block) {
-      const float* mv = mrow != nullptr ? reinterpret_cast<const float*>(mrow) + c0 : nullptr;
-      bmax = scores_dense(s, mv, nd.scale);
+      bmax = maxima[r];
     } else {
       for (int64_t i = 0; i < n; ++i) {
         float x = s[i] * nd.scale;
@@ -477,8 +534,9 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
              std::min(kBlock, n_kv - later)};
   }
   const void* vr[kBlock];
+  const uint8_t* v0 = nd.v.row_ptr(c0, rows.kv_head);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* row = nd.v.row_ptr(c0 + g.idx[i], rows.kv_head);
+    const uint8_t* row = v0 + g.idx[i] * nd.v.nb[1];
     vr[i] = nd.v_f16 ? static_cast<const void*>(row) : v_row(nd.v.type, row, vbuf + i * hd, hd);
   }
   // Each row's sum in cell order (hidden cells add exact zeros), the rows' chains side by side.
