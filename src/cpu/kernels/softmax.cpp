@@ -31,8 +31,32 @@ double exp_row(float* y, int64_t n, float max) {
   const __m256 vmax = _mm256_set1_ps(max);
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
 #if defined(__AVX512F__)
-  // The same chunks through the same exponential, 16 lanes at once.
+  // The same chunks through the same exponential, 16 lanes at once, four chunks a step so that
+  // their sums share the shuffles of one hsum16x4 (the same pairs added, so the same bits).
+  // A chunk of masked cells comes out as zeros through the exponential too (e^-inf is 0) and
+  // adds exactly 0: only a step of four such chunks is skipped.
   const __m512 vmax16 = _mm512_set1_ps(max);
+  const __m512 ninf16 = _mm512_set1_ps(-INFINITY);
+  for (; i + 64 <= n; i += 64) {
+    float* p = y + i;
+    __m512 x[4];
+    __mmask16 masked = 0xffff;
+    for (int c = 0; c < 4; ++c) {
+      x[c] = _mm512_loadu_ps(p + 16 * c);
+      masked &= _mm512_cmp_ps_mask(x[c], ninf16, _CMP_EQ_OQ);
+    }
+    if (masked == 0xffff) {
+      std::memset(p, 0, 64 * sizeof(float));
+      continue;
+    }
+    for (int c = 0; c < 4; ++c) {
+      x[c] = simd::exp(_mm512_sub_ps(x[c], vmax16));
+      _mm512_storeu_ps(p + 16 * c, x[c]);
+    }
+    float sums[4];
+    simd::hsum16x4(x[0], x[1], x[2], x[3], sums);
+    for (const float chunk : sums) sum += static_cast<double>(chunk);
+  }
   for (; i + 16 <= n; i += 16) {
     float* p = y + i;
     const __m512 x = _mm512_loadu_ps(p);
@@ -87,7 +111,23 @@ void soft_max(const core::Tensor& dst, const KernelArgs& args) {
     int64_t i = 0;
 #if defined(STRATA_CPU_AVX2)
     if (a.nb[0] == sizeof(float) && (m == nullptr || mask->nb[0] == sizeof(float))) {
-      // Dense rows (attention scores): 8 at a time, the same product then sum per element.
+      // Dense rows (attention scores): 16 or 8 at a time, the same product then sum per element;
+      // the maximum does not depend on the order of the comparisons (a NaN v keeps vmax).
+#if defined(__AVX512F__)
+      const __m512 vscale16 = _mm512_set1_ps(scale);
+      __m512 vmax16 = _mm512_set1_ps(-INFINITY);
+      for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_mul_ps(_mm512_loadu_ps(reinterpret_cast<const float*>(x) + i), vscale16);
+        if (m != nullptr) {
+          v = _mm512_add_ps(v, _mm512_loadu_ps(reinterpret_cast<const float*>(m) + i));
+        }
+        _mm512_storeu_ps(y + i, v);
+        vmax16 = _mm512_maskz_max_ps(0xffff, v, vmax16);
+      }
+      alignas(64) float lanes16[16];
+      _mm512_store_ps(lanes16, vmax16);
+      for (float l : lanes16) max = l > max ? l : max;
+#endif
       const __m256 vscale = _mm256_set1_ps(scale);
       __m256 vmax = _mm256_set1_ps(-INFINITY);
       for (; i + 8 <= n; i += 8) {
