@@ -496,11 +496,11 @@ void attend_block(const Node& nd, const Plan& p, Group& g, int64_t c0, float* vb
   }
   for (int r = 0; r < rows.n; ++r) {
     float* s = g.s + r * kBlock;
-    const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
     float bmax = -INFINITY;
     if (dense_block) {
       bmax = maxima[r];
     } else {
+      const uint8_t* mrow = mask != nullptr ? mask->row_ptr(rows.token[r]) : nullptr;
       for (int64_t i = 0; i < n; ++i) {
         float x = s[i] * nd.scale;
         if (nd.softcap != 0.0f) x = nd.softcap * std::tanh(x);

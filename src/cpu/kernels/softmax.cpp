@@ -113,6 +113,8 @@ void soft_max(const core::Tensor& dst, const KernelArgs& args) {
     if (a.nb[0] == sizeof(float) && (m == nullptr || mask->nb[0] == sizeof(float))) {
       // Dense rows (attention scores): 16 or 8 at a time, the same product then sum per element;
       // the maximum does not depend on the order of the comparisons (a NaN v keeps vmax).
+      const __m256 vscale = _mm256_set1_ps(scale);
+      __m256 vmax = _mm256_set1_ps(-INFINITY);
 #if defined(__AVX512F__)
       const __m512 vscale16 = _mm512_set1_ps(scale);
       __m512 vmax16 = _mm512_set1_ps(-INFINITY);
@@ -124,12 +126,9 @@ void soft_max(const core::Tensor& dst, const KernelArgs& args) {
         _mm512_storeu_ps(y + i, v);
         vmax16 = _mm512_maskz_max_ps(0xffff, v, vmax16);
       }
-      alignas(64) float lanes16[16];
-      _mm512_store_ps(lanes16, vmax16);
-      for (float l : lanes16) max = l > max ? l : max;
+      vmax = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, vmax16, 0),
+                           _mm512_maskz_extractf32x8_ps(0xff, vmax16, 1));
 #endif
-      const __m256 vscale = _mm256_set1_ps(scale);
-      __m256 vmax = _mm256_set1_ps(-INFINITY);
       for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(x) + i), vscale);
         if (m != nullptr) {
