@@ -94,13 +94,14 @@ struct KType {
   Type type;
   size_t block_bytes;
   float (*ref)(const uint8_t* x, const BlockQ8_K* y, int64_t k);
-  /// The order of a packed kernel with one weight row per lane, where there is one.
+  /// The order of a packed kernel with one weight row per lane, where there is one (its panel
+  /// path then sums that way; a type without one keeps ref's order on every path).
   float (*lanes_ref)(const uint8_t* x, const BlockQ8_K* y, int64_t k) = nullptr;
 
   /// What the packed path (or mul_mat, which takes it where it exists) must give.
   auto packed_ref(int64_t k) const {
     const PackedDot* pd = kernel_set().packed_dot(type, k);
-    return pd != nullptr && pd->pack_panel != nullptr ? lanes_ref : ref;
+    return lanes_ref != nullptr && pd != nullptr && pd->pack_panel != nullptr ? lanes_ref : ref;
   }
 };
 
