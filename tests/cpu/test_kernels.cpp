@@ -374,11 +374,13 @@ TEST(PackedDotTile, Q8_0AndQ4_0AddEachBlocksExactSum) {
 // outputs and row lengths that end mid-way through the kernels' groups of blocks.
 TEST(PackedDotTile, PanelEqualsRowsInPlace) {
   int checked = 0;
-  for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0, core::Type::kQ4_K, core::Type::kQ6_K,
-                        core::Type::kF16}) {
-    // f16 has a panel for short rows only (attention heads); q6_k takes whole super-blocks.
+  for (core::Type wt : {core::Type::kQ4_0, core::Type::kQ8_0, core::Type::kQ4_K, core::Type::kQ5_K,
+                        core::Type::kQ6_K, core::Type::kF16}) {
+    // f16 has a panel for short rows only (attention heads); q5_k and q6_k take whole
+    // super-blocks.
+    const bool super_blocks = wt == core::Type::kQ5_K || wt == core::Type::kQ6_K;
     const std::vector<int64_t> ks = wt == core::Type::kF16 ? std::vector<int64_t>{16, 64, 112, 128}
-                                    : wt == core::Type::kQ6_K
+                                    : super_blocks
                                         ? std::vector<int64_t>{256, 768, 5632}
                                         : std::vector<int64_t>{32 * 3, 64 * 5, 512, 32 * 65};
     for (int64_t k : ks) {

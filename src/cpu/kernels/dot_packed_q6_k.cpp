@@ -150,12 +150,13 @@ struct PackedQ6K {
 /// its chunk over it, where the in-place kernel unpacked them again for every four activation
 /// rows (unpacking took about as many instructions as the products with four rows).
 /// MulMatPrefill/q6_k on Zen 5, 2048 x 5632 and 5632 x 2048 by 512 rows: one thread 56 -> 45
-/// and 49 -> 43 ms, two threads 29 -> 26 and 26 -> 24 ms (medians of 3 and 5 alternated runs).
-/// A panel is 2.7 times its rows' bytes, so it pays only over mul_mat's long panel chunks:
-/// activation chunks cut to fit L2, which packed each panel once per chunk, were slower than
-/// the in-place kernel at two threads (5632 x 2048: 28-33 ms). The sub-block scales stay
-/// packed (one permute a group): expanded per group, the panel of a 5632-long row pair no
-/// longer fitted L1 beside its activations (one thread: 55 ms).
+/// and 49 -> 43 ms; two threads 29 -> 26 and 26 -> 24 ms, and 27 -> 22 and 25 -> 20 ms once
+/// mul_mat walked each activation tile over all of a chunk's panels (its narrow panels) instead
+/// of each panel over 512 activation rows from L3. A panel is 2.7 times its rows' bytes, so
+/// packing it once per activation chunk cut to fit L2 had been slower than the in-place kernel
+/// (5632 x 2048 on two threads: 28-33 ms). The sub-block scales stay packed (one permute a
+/// group): expanded per group, the panel of a 5632-long row pair no longer fitted L1 beside its
+/// activations (one thread: 55 ms).
 struct alignas(64) PanelPair {
   int8_t levels[8][64];      ///< group g: row 0's levels - 32 (32 bytes), then row 1's
   int16_t scales[32];        ///< row 0's sixteen sub-block scales, then row 1's

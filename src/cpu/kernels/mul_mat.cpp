@@ -57,6 +57,10 @@ int64_t mask_rows(const Tensor& dst) {
 constexpr int64_t kMaxChunk = 64;
 // The most a chunk's panels take when they are walked together (Plan::panels_outer).
 constexpr size_t kPanelsOuterBytes = 32 << 10;
+// Panels of fewer rows than this (a pair of rows per register, the q5_k and q6_k kernels) are
+// always walked together, as many of a chunk's as kNarrowPanelsBytes holds (see make_plan).
+constexpr int kNarrowPanelRows = 16;
+constexpr size_t kNarrowPanelsBytes = 256 << 10;
 
 // Rows of a strided weight view gathered at once (a chunk's, at most).
 constexpr int64_t kGatherRows = 64;
@@ -76,13 +80,14 @@ struct Plan {
   bool act_tiles_outer = false;     ///< walk a chunk activation tile by activation tile
   bool panel = false;               ///< prefill reads weight tiles through packed->pack_panel
   bool panels_outer = false;        ///< ... every panel of a chunk at once, activation tiles outer
-  int64_t tail_step = 0;            ///< activation tiles may stop at a multiple of this past zeros
-  size_t act_row = 0;               ///< bytes of one converted activation row
-  size_t w_row = 0;                 ///< bytes of one weight row
-  size_t extents_at = 0;            ///< shared scratch: where each row's nonzero extent lies
-  size_t spans_at = 0;              ///< shared scratch: where the mask rows' spans lie
-  size_t act_bytes = 0;             ///< shared scratch: converted activation rows, extents, spans
-  size_t per_thread = 0;            ///< each thread's own scratch
+  int64_t max_chunk_rows = kMaxChunk;  ///< weight rows a chunk takes at most
+  int64_t tail_step = 0;  ///< activation tiles may stop at a multiple of this past zeros
+  size_t act_row = 0;     ///< bytes of one converted activation row
+  size_t w_row = 0;       ///< bytes of one weight row
+  size_t extents_at = 0;  ///< shared scratch: where each row's nonzero extent lies
+  size_t spans_at = 0;    ///< shared scratch: where the mask rows' spans lie
+  size_t act_bytes = 0;   ///< shared scratch: converted activation rows, extents, spans
+  size_t per_thread = 0;  ///< each thread's own scratch
 };
 
 Plan make_plan(const Tensor& dst) {
@@ -143,9 +148,22 @@ Plan make_plan(const Tensor& dst) {
     // Panels of short rows (attention scores) all fit in L1 together: the chunk walks its
     // activation tiles over all of them, so each output row is written a run of lines at a
     // time rather than one line per row down a column, which missed the cache store by store.
-    const size_t all = p.packed->panel_bytes(k) * static_cast<size_t>(kMaxChunk / p.max_w);
+    const size_t one = p.packed->panel_bytes(k);
+    size_t all = one * static_cast<size_t>(kMaxChunk / p.max_w);
     p.panels_outer = all <= kPanelsOuterBytes;
-    p.per_thread = std::max(p.per_thread, p.panels_outer ? all : p.packed->panel_bytes(k));
+    // A narrow panel serves so few rows that a chunk's activation rows (up to 512 of them, past
+    // L2) would come from L3 again for each one, the two cores' reads sharing it; walked
+    // activation tile by activation tile over all the chunk's panels, they come once per chunk.
+    // MulMatPrefill on 2 Zen 5 threads, 2048 x 5632 and 5632 x 2048 by 512: q6_k 27 -> 20 and
+    // 25 -> 21 ms, q5_k 30 -> 26 and 27 -> 23 ms. The chunk then takes as many rows as the
+    // panels' budget holds (a quarter of a 1 MiB L2, half of a 512 KiB one).
+    if (p.max_w < kNarrowPanelRows) {
+      const auto fit = static_cast<int64_t>(std::max<size_t>(1, kNarrowPanelsBytes / one));
+      p.max_chunk_rows = std::min<int64_t>(kMaxChunk, fit * p.max_w);
+      all = one * static_cast<size_t>(p.max_chunk_rows / p.max_w);
+      p.panels_outer = true;
+    }
+    p.per_thread = std::max(p.per_thread, p.panels_outer ? all : one);
   }
   if (p.slices.fn != nullptr) {  // the lanes of one activation tile against a chunk's rows
     const auto tiles = static_cast<size_t>((kMaxChunk + p.max_w - 1) / p.max_w);
@@ -264,7 +282,7 @@ Chunking make_chunking(int64_t m, int64_t n, int64_t batches, const Plan& plan, 
   c.count_n = (n + c.size_n - 1) / c.size_n;
   const int64_t target = 4 * static_cast<int64_t>(nth);
   const int64_t other = c.batches * c.count_n;
-  int64_t per = kMaxChunk;
+  int64_t per = plan.max_chunk_rows;
   if (plan.act_tiles_outer && n > kStreamMaxActRows) {
     const int64_t fit = kMaxWeightChunkBytes / static_cast<int64_t>(plan.w_row);
     per = std::clamp<int64_t>(fit / plan.max_w * plan.max_w, plan.max_w, kMaxChunk);
