@@ -154,9 +154,10 @@ Plan make_plan(const Tensor& dst) {
     // A narrow panel serves so few rows that a chunk's activation rows (up to 512 of them, past
     // L2) would come from L3 again for each one, the two cores' reads sharing it; walked
     // activation tile by activation tile over all the chunk's panels, they come once per chunk.
-    // MulMatPrefill on 2 Zen 5 threads, 2048 x 5632 and 5632 x 2048 by 512: q6_k 27 -> 20 and
-    // 25 -> 21 ms, q5_k 30 -> 26 and 27 -> 23 ms. The chunk then takes as many rows as the
-    // panels' budget holds (a quarter of a 1 MiB L2, half of a 512 KiB one).
+    // MulMatPrefill on 2 Zen 5 threads, 2048 x 5632 and 5632 x 2048 by 512: q6_k 27 -> 22 and
+    // 25 -> 20 ms, q5_k 30 -> 27 and 27 -> 24 ms. The chunk then takes as many rows as the
+    // panels' budget holds: a quarter of a 1 MiB L2, half of a 512 KiB one (a 512 KiB budget
+    // was a little faster on Zen 5, 21 and 20 ms in q6_k, and would fill a smaller core's L2).
     if (p.max_w < kNarrowPanelRows) {
       const auto fit = static_cast<int64_t>(std::max<size_t>(1, kNarrowPanelsBytes / one));
       p.max_chunk_rows = std::min<int64_t>(kMaxChunk, fit * p.max_w);
