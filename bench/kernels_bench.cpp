@@ -37,12 +37,19 @@ struct Fixture {
   strata::cpu::ThreadPool pool{bench_threads()};
   std::vector<uint8_t> scratch;
 
-  // In huge pages where the kernel grants them, as the engine holds its weights.
-  Tensor* leaf(Type type, strata::core::Shape ne) {
+  // A tensor in memory of its own: huge pages where the kernel grants them, as the engine holds
+  // its weights.
+  Tensor* placed(Type type, strata::core::Shape ne) {
     Tensor* t = ctx.new_tensor(type, ne);
     auto buf = strata::memory::huge_page_buffer_type().allocate(t->nbytes());
     (void)(*buf)->place(*t, 0);
+    buffers.push_back(std::move(buf).value());
+    return t;
+  }
+
+  Tensor* leaf(Type type, strata::core::Shape ne) {
     std::mt19937 rng(static_cast<uint32_t>(buffers.size() + 1));
+    Tensor* t = placed(type, ne);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     if (type == Type::kI32) {
       auto* p = static_cast<int32_t*>(t->data);
@@ -61,17 +68,13 @@ struct Fixture {
         strata::core::traits(type).from_float(v.data(), t->data, t->nelements());
       }
     }
-    buffers.push_back(std::move(buf).value());
     return t;
   }
 
   // A leaf holding the same bytes as `src` (a model's layers differ; their speed does not).
   Tensor* copy_of(const Tensor* src) {
-    Tensor* t = ctx.new_tensor(src->type, src->ne);
-    auto buf = strata::memory::huge_page_buffer_type().allocate(t->nbytes());
-    (void)(*buf)->place(*t, 0);
+    Tensor* t = placed(src->type, src->ne);
     std::memcpy(t->data, src->data, t->nbytes());
-    buffers.push_back(std::move(buf).value());
     return t;
   }
 
@@ -112,9 +115,9 @@ void BM_MulMat(benchmark::State& state, Type type) {
 // 2048-wide model, each layer's weights its own (tinyllama's 22 take 286 MiB as q4_0, past the
 // last-level cache), every product waiting for the one before; and the same bytes in two layers
 // of four times the width. Against one product from memory (MulMat/.../5632/32000/1) it shows
-// what decode loses between products: on 2 Zen 5 threads (q4_0x16) the chain ran at 0.83-0.87
-// of the single product's median speed (0.90 of its best), in a VM whose memory speed moved
-// by 20% from run to run.
+// what decode loses between products: on 2 Zen 5 threads (q4_0x16, two runs of 6 alternated
+// rounds) the chain ran at 0.74-0.89 of the single product's median speed and 0.78-0.82 of its
+// best, in a VM where the chain's time moved by up to 42% within a run.
 void BM_DecodeChain(benchmark::State& state, Type type) {
   const int64_t layers = state.range(0), embd = 2048, ffn = state.range(1);
   Fixture f;

@@ -112,7 +112,7 @@ struct RowsInPlace {
     simd::prefetch_tile_ahead<NW * sizeof(Block)>(next,
                                                   static_cast<size_t>(NW * b) * sizeof(Block));
   }
-  /// Pair p of a tile of nw rows (its second row repeats the first past nw), super-block b.
+  /// Pair p of a tile of nw rows (a second row past nw repeats row nw - 1), super-block b.
   [[gnu::always_inline]] Pair pair(int p, int nw, int64_t b) const {
     const auto row = [&](int r) { return reinterpret_cast<const Block*>(w + r * ldw) + b; };
     return Pair{row(2 * p), row(std::min(2 * p + 1, nw - 1))};
@@ -164,13 +164,6 @@ struct PackedScaleMin {
                   int64_t ldo_w, int64_t ldo_a) {
     const RowsInPlace<Block, Fifth> rows{w, ldw, simd::prefetch_origin(w, NW * ldw)};
     walk<NW, NA>(rows, k, a, lda, out, ldo_w, ldo_a);
-  }
-
-  /// The same steps on a panel (PackedDot::panel_tile).
-  template <int NW, int NA>
-  static void run_panel(int64_t k, const uint8_t* w, size_t, const uint8_t* a, size_t lda,
-                        float* out, int64_t ldo_w, int64_t ldo_a) {
-    walk<NW, NA>(RowsInPanel{reinterpret_cast<const PanelPair*>(w)}, k, a, lda, out, ldo_w, ldo_a);
   }
 
   /// Rows [0, nw) of w into a panel, as PairInPlace gives them.
@@ -299,12 +292,13 @@ struct PackedScaleMin {
 
 using Q5 = PackedScaleMin<BlockQ5_K, true>;
 
-/// Q5's steps on a panel, for tile_dispatch.
+/// Q5's steps on a panel (PackedDot::panel_tile).
 struct Q5Panel {
   template <int NW, int NA>
-  static void run(int64_t k, const uint8_t* w, size_t ldw, const uint8_t* a, size_t lda, float* out,
-                  int64_t ldo_w, int64_t ldo_a) {
-    Q5::run_panel<NW, NA>(k, w, ldw, a, lda, out, ldo_w, ldo_a);
+  static void run(int64_t k, const uint8_t* w, size_t /*ldw*/, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    Q5::walk<NW, NA>(RowsInPanel{reinterpret_cast<const PanelPair*>(w)}, k, a, lda, out, ldo_w,
+                     ldo_a);
   }
 };
 

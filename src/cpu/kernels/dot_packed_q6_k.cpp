@@ -40,6 +40,24 @@ constexpr ScaleIndex scale_index() {
 }
 constexpr ScaleIndex kScaleIndex = scale_index();
 
+/// Both rows' sixteen sub-block scales as int16: row 0's in the low half, row 1's in the high.
+[[gnu::always_inline]] inline __m512i pair_scales(const BlockQ6_K& x0, const BlockQ6_K& x1) {
+  return _mm512_cvtepi8_epi16(
+      _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1.scales)),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(x0.scales))));
+}
+
+/// Group kG's scale for every int16 of both rows, from pair_scales' register.
+template <int kG>
+[[gnu::always_inline]] inline __m512i group_scales(__m512i scales) {
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kScaleIndex.v[kG]), scales);
+}
+
+/// Both rows' d: row 0's in lanes 0-7, row 1's in lanes 8-15.
+[[gnu::always_inline]] inline __m512 pair_d(const BlockQ6_K& x0, const BlockQ6_K& x1) {
+  return kquant::pair_ps(simd::half_to_float(x0.d), simd::half_to_float(x1.d));
+}
+
 /// Group kQ of a half's signed levels (u - 32) for a pair of rows, from the pair's ql bytes of
 /// that group (low nibbles for kQ < 2, high ones after) and the half's qh bytes.
 template <int kQ>
@@ -93,9 +111,7 @@ struct PackedQ6K {
         constexpr int kP = decltype(p_c)::value;
         x0[kP] = row(2 * kP) + b;
         x1[kP] = row(std::min(2 * kP + 1, NW - 1)) + b;
-        scales[kP] = _mm512_cvtepi8_epi16(
-            _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1[kP]->scales)),
-                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(x0[kP]->scales))));
+        scales[kP] = pair_scales(*x0[kP], *x1[kP]);
         weights_only[kP] = _mm512_setzero_si512();
         for (int c = 0; c < NA; ++c) isum[kP][c] = _mm512_setzero_si512();
       });
@@ -120,7 +136,7 @@ struct PackedQ6K {
             qh[kP] = kquant::row_pair(x0[kP]->qh + 32 * kH, x1[kP]->qh + 32 * kH);
           }
           wq[kP] = group_levels<kQ>(ql[kP][kQ % 2], qh[kP]);
-          sc[kP] = _mm512_permutexvar_epi16(_mm512_load_si512(kScaleIndex.v[kG]), scales[kP]);
+          sc[kP] = group_scales<kG>(scales[kP]);
           weights_only[kP] =
               simd::madd_acc(weights_only[kP], simd::pairs_u8_i8(flip, wq[kP]), sc[kP]);
         });
@@ -133,8 +149,7 @@ struct PackedQ6K {
       });
       kquant::unroll<kPairs>([&](auto p_c) [[gnu::always_inline]] {
         constexpr int kP = decltype(p_c)::value;
-        const __m512 d =
-            kquant::pair_ps(simd::half_to_float(x0[kP]->d), simd::half_to_float(x1[kP]->d));
+        const __m512 d = pair_d(*x0[kP], *x1[kP]);
         for (int c = 0; c < NA; ++c) {
           const __m512i lanes = _mm512_sub_epi32(isum[kP][c], weights_only[kP]);
           acc[kP][c] = kquant::fma_pair(acc[kP][c], d, y[c]->d, lanes);
@@ -172,7 +187,7 @@ size_t panel_bytes(int64_t k) {
 }
 
 /// Rows [0, nw) of w unpacked: super-block b of pair p at panel[b * kPanelPairs + p]; a pair
-/// missing its second row repeats its first, as PackedQ6K's does.
+/// missing its second row repeats row nw - 1 (its first), as PackedQ6K's does.
 void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
   auto* out = reinterpret_cast<PanelPair*>(panel);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -183,9 +198,7 @@ void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel)
       PanelPair& o = out[b * kPanelPairs + p];
       const BlockQ6_K& x0 = r0[b];
       const BlockQ6_K& x1 = r1[b];
-      const __m512i scales = _mm512_cvtepi8_epi16(
-          _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x1.scales)),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(x0.scales))));
+      const __m512i scales = pair_scales(x0, x1);
       __m512i weights_only = _mm512_setzero_si512();
       kquant::unroll<8>([&](auto g_c) [[gnu::always_inline]] {
         constexpr int kG = decltype(g_c)::value;
@@ -193,13 +206,13 @@ void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel)
         const int off = 64 * kH + 32 * (kQ % 2);
         const __m512i wq = group_levels<kQ>(kquant::row_pair(x0.ql + off, x1.ql + off),
                                             kquant::row_pair(x0.qh + 32 * kH, x1.qh + 32 * kH));
-        const __m512i sc = _mm512_permutexvar_epi16(_mm512_load_si512(kScaleIndex.v[kG]), scales);
+        const __m512i sc = group_scales<kG>(scales);
         weights_only = simd::madd_acc(weights_only, simd::pairs_u8_i8(flip, wq), sc);
         _mm512_store_si512(o.levels[kG], wq);
       });
       _mm512_store_si512(o.scales, scales);
       _mm512_store_si512(o.weights_only, weights_only);
-      _mm512_store_ps(o.d, kquant::pair_ps(simd::half_to_float(x0.d), simd::half_to_float(x1.d)));
+      _mm512_store_ps(o.d, pair_d(x0, x1));
     }
   }
 }
@@ -229,8 +242,7 @@ struct PanelQ6K {
         __m512i wq[kPairs], sc[kPairs];
         for (int p = 0; p < kPairs; ++p) {
           wq[p] = _mm512_load_si512(pair[p].levels[kG]);
-          sc[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kScaleIndex.v[kG]),
-                                           _mm512_load_si512(pair[p].scales));
+          sc[p] = group_scales<kG>(_mm512_load_si512(pair[p].scales));
         }
         for (int c = 0; c < NA; ++c) {
           const __m512i yq = kquant::both_halves(y[c]->qs + 32 * kG);
