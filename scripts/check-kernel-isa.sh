@@ -2,10 +2,10 @@
 # Checks that a dispatch build (STRATA_NATIVE=OFF) keeps each instruction set where it belongs,
 # so the binary starts on any x86-64 and runs a lower kernel set without an illegal
 # instruction, which a test on an AVX-512 machine cannot catch:
-#   - baseline objects (everything but the avx2/avx512/avx512vnni kernel objects) hold no AVX
+#   - baseline objects (everything but the kernel sets' objects) hold no AVX
 #     instruction at all (no VEX/EVEX mnemonic); tools/probe.cpp is exempt, its AVX functions
 #     carry target attributes and run only after a CPU check;
-#   - the avx2 kernel objects hold no AVX-512 (zmm, mask or upper-16 registers);
+#   - the avx2 and avxvnni kernel objects hold no AVX-512 (zmm, mask or upper-16 registers);
 #   - each linked kernel-set object exports its table and nothing else.
 #
 #   scripts/check-kernel-isa.sh [BUILD_DIR]    (default: build)
@@ -29,7 +29,8 @@ offending() {
 
 mapfile -t baseline < <(find "$build/src" -name '*.o' -path '*CMakeFiles*' \
   ! -path '*strata_kernels_avx*' ! -name 'probe.cpp.o' | sort)
-mapfile -t avx2 < <(find "$build/src" -name '*.o' -path '*strata_kernels_avx2.dir*' | sort)
+mapfile -t avx2 < <(find "$build/src" -name '*.o' \( -path '*strata_kernels_avx2.dir*' -o \
+  -path '*strata_kernels_avxvnni.dir*' \) | sort)
 [ ${#baseline[@]} -gt 0 ] || { echo "check-kernel-isa: no objects under $build/src" >&2; exit 1; }
 [ ${#avx2[@]} -gt 0 ] || { echo "check-kernel-isa: no avx2 kernel objects (a STRATA_NATIVE build?)" >&2; exit 1; }
 
@@ -41,7 +42,7 @@ if [ -n "$bad" ]; then
 fi
 bad="$(offending '%zmm|%k[0-7]|%[xy]mm(1[6-9]|2[0-9]|3[01])' "${avx2[@]}")"
 if [ -n "$bad" ]; then
-  echo "check-kernel-isa: AVX-512 in the avx2 kernel set:"; echo "$bad"; fail=1
+  echo "check-kernel-isa: AVX-512 in the avx2 or avxvnni kernel set:"; echo "$bad"; fail=1
 fi
 for o in "$build"/src/cpu/kernels_*.o; do
   exported="$(nm --defined-only -g "$o" | awk '{print $3}')"
@@ -50,5 +51,5 @@ for o in "$build"/src/cpu/kernels_*.o; do
     echo "check-kernel-isa: ${o#"$build"/} exports more than its table:"; echo "$exported" | head; fail=1
   fi
 done
-[ $fail -eq 0 ] && echo "check-kernel-isa: ${#baseline[@]} baseline objects without AVX, ${#avx2[@]} avx2 kernel objects without AVX-512, kernel-set objects export only their tables"
+[ $fail -eq 0 ] && echo "check-kernel-isa: ${#baseline[@]} baseline objects without AVX, ${#avx2[@]} avx2 and avxvnni kernel objects without AVX-512, kernel-set objects export only their tables"
 exit $fail

@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build"
 if [ "${1:-}" = "-B" ]; then build="$2"; shift 2; fi
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(scalar avx2 avx512 avx512vnni)
+[ ${#sets[@]} -gt 0 ] || sets=(scalar avx2 avxvnni avx512 avx512vnni)
 for exe in test_cpu test_engine; do
   [ -x "$build/tests/$exe" ] || { echo "test-kernel-sets: $build/tests/$exe: not built" >&2; exit 1; }
 done

@@ -28,6 +28,11 @@ namespace strata::cpu::avx512 {
 extern const KernelSet kKernelSet;
 }
 #endif
+#if defined(STRATA_KERNELS_AVXVNNI)
+namespace strata::cpu::avxvnni {
+extern const KernelSet kKernelSet;
+}
+#endif
 #if defined(STRATA_KERNELS_AVX2)
 namespace strata::cpu::avx2 {
 extern const KernelSet kKernelSet;
@@ -61,6 +66,9 @@ constexpr unsigned kZmmState = 0xe6;  // plus opmask and both halves of the zmm 
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v3") && os_saves(kYmmState);
 }
+[[maybe_unused]] bool runs_avxvnni() {
+  return runs_avx2() && __builtin_cpu_supports("avxvnni");
+}
 [[maybe_unused]] bool runs_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("x86-64-v4") && os_saves(kZmmState);
@@ -90,6 +98,9 @@ const Candidate kCandidates[] = {
 #endif
 #if defined(STRATA_KERNELS_AVX512)
     {&avx512::kKernelSet, runs_avx512, "AVX-512 F/BW/CD/DQ/VL (x86-64-v4)"},
+#endif
+#if defined(STRATA_KERNELS_AVXVNNI)
+    {&avxvnni::kKernelSet, runs_avxvnni, "AVX2, FMA, F16C (x86-64-v3) and AVX-VNNI"},
 #endif
 #if defined(STRATA_KERNELS_AVX2)
     {&avx2::kKernelSet, runs_avx2, "AVX2, FMA and F16C (x86-64-v3)"},

@@ -1,5 +1,5 @@
 // Which kernel set computes: one build holds the kernels compiled for several instruction sets
-// (scalar, avx2, avx512, avx512vnni), and the first call picks the best this CPU runs.
+// (scalar, avx2, avxvnni, avx512, avx512vnni), and the first call picks the best this CPU runs.
 //
 // STRATA_KERNELS=<name> in the environment asks for another set, e.g. a lower one to test it
 // or to compare speeds. A name this build lacks, or a set the CPU cannot run, is not an error:

@@ -13,8 +13,13 @@
 
 #include "cpu/kernels/simd.h"
 
+// Byte dot products in one instruction: AVX-512 VNNI's 256-bit form, or the same instruction in
+// VEX form (AVX-VNNI) on CPUs without AVX-512.
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define STRATA_CPU_VNNI 1
+#elif defined(STRATA_CPU_AVX2) && defined(__AVXVNNI__)
+#define STRATA_CPU_VNNI 1
+#define STRATA_CPU_AVX_VNNI 1
 #endif
 #if defined(STRATA_CPU_AVX2) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define STRATA_CPU_AVX512BW 1
@@ -32,7 +37,9 @@ namespace strata::cpu::STRATA_KERNEL_NS::simd {
 /// signed). Without VNNI the pairs go through int16: |u[j] y[j] + u[j+1] y[j+1]| must stay
 /// below 2^15, which holds for every caller (u <= 128 with |y| <= 127, or u <= 63).
 inline __m256i dot_u8_i8(__m256i u, __m256i y) {
-#if defined(STRATA_CPU_VNNI)
+#if defined(STRATA_CPU_AVX_VNNI)
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y);
+#elif defined(STRATA_CPU_VNNI)
   return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
 #else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
@@ -52,7 +59,9 @@ inline __m256i pairs_u8_i8(__m256i u, __m256i y) {
 
 /// acc + (int32 lane i: p[2i] s[2i] + p[2i+1] s[2i+1]) for int16 p and s.
 inline __m256i madd_acc(__m256i acc, __m256i p, __m256i s) {
-#if defined(STRATA_CPU_VNNI)
+#if defined(STRATA_CPU_AVX_VNNI)
+  return _mm256_dpwssd_avx_epi32(acc, p, s);
+#elif defined(STRATA_CPU_VNNI)
   return _mm256_dpwssd_epi32(acc, p, s);
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
