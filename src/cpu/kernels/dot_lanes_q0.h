@@ -27,6 +27,7 @@
 #include "core/blocks.h"
 #include "core/float16.h"
 #include "cpu/kernels/dot_lanes.h"
+#include "cpu/kernels/dot_lanes_act.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/quantize_act.h"
 
@@ -155,39 +156,6 @@ void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel)
       _mm512_store_ps(out[b].dw[h], blk.dw);
     }
   }
-}
-
-/// One activation block as the kernels read it: a cache line.
-struct alignas(64) ActBlock {
-  int8_t qs[32];
-  int32_t corr;  ///< -offset * (sum of the 32 activations): the weights' offset taken back
-  float d;
-  uint8_t pad[24];
-};
-static_assert(sizeof(ActBlock) == 64);
-
-inline size_t act_row_bytes(int64_t k) {
-  return static_cast<size_t>(k / kBlock) * sizeof(ActBlock);
-}
-
-/// Activations quantized as q8_0 for weights whose levels sit kOffset above their values.
-template <int kOffset>
-void pack_act(const float* src, uint8_t* dst, int64_t k) {
-  auto* out = reinterpret_cast<ActBlock*>(dst);
-  for (int64_t i = 0; i < k / kBlock; ++i, src += kBlock, ++out) {
-    core::BlockQ8_0 b;
-    quantize_q8_0(src, &b, kBlock);
-    std::memcpy(out->qs, b.qs, sizeof out->qs);
-    int32_t sum = 0;
-    for (int8_t q : b.qs) sum += q;
-    out->corr = -kOffset * sum;
-    out->d = core::half_to_float(b.d);
-    std::memset(out->pad, 0, sizeof out->pad);
-  }
-}
-
-inline const ActBlock& act(const uint8_t* a, size_t lda, int c, int64_t b) {
-  return reinterpret_cast<const ActBlock*>(a + c * lda)[b];
 }
 
 /// The arithmetic every path shares: one block's exact sums times d_w * d_a, added.

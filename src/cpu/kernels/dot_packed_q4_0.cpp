@@ -1,11 +1,13 @@
-// Packed AVX-512 VNNI kernels for q4_0 weights with q8_0 activations: one weight row per int32
-// lane (dot_lanes_q0.h has the tiles, the panel and the arithmetic, shared with q8_0). This
-// file reads sixteen q4_0 rows, either where they lie in GGUF's layout or regrouped at load
+// Packed kernels for q4_0 weights with q8_0 activations: one weight row per int32 lane
+// (dot_lanes_q0.h has the AVX-512 VNNI tiles, the panel and the arithmetic, shared with q8_0;
+// dot_lanes8.h the same arithmetic in 256-bit registers for the other SIMD sets). This file
+// reads sixteen q4_0 rows, either where they lie in GGUF's layout or regrouped at load
 // (q4_0x16, core/quants/interleave.h): the quants are taken as the nibbles themselves
 // (q + 8), and each packed activation block starts its lanes at -8 * (sum of its
-// activations). Both readers give the same bits.
+// activations). Every reader, in either width, gives the same bits.
 #include "core/blocks.h"
 #include "core/quants/interleave.h"
+#include "cpu/kernels/dot_lanes8.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/simd.h"
@@ -146,10 +148,81 @@ constexpr PackedDot kPackedQ4_0x16 = lanes::packed_dot<Q4Rows16, 8>();
 
 #endif  // STRATA_CPU_AVX512
 
+#if defined(STRATA_CPU_LANES8)
+
+__m256i low_nibbles(__m256i t) {
+  return _mm256_and_si256(t, _mm256_set1_epi8(0x0f));
+}
+__m256i high_nibbles(__m256i t) {
+  return _mm256_and_si256(_mm256_srli_epi16(t, 4), _mm256_set1_epi8(0x0f));
+}
+
+/// Sixteen q4_0 rows read in place, each block of them transposed once into levels and
+/// scales that every activation row of the tile reads.
+class Q4Rows8 : lanes8::PlainRows<BlockQ4_0> {
+ public:
+  using PlainRows::PlainRows;
+
+  template <int H>
+  [[gnu::always_inline]] void prepare(int64_t b, bool /*several*/) {
+    ask_ahead(b);
+    for (int h = 0; h < H; ++h) {
+      __m256i t[4];
+      transpose8x4(block_bytes(b) + offsetof(BlockQ4_0, qs), h, t);
+      for (int j = 0; j < 4; ++j) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][j]), low_nibbles(t[j]));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][4 + j]), high_nibbles(t[j]));
+      }
+    }
+    for_rows<H>(b, [&](const BlockQ4_0& blk, int r) { d_[r] = simd::half_to_float(blk.d); });
+  }
+  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
+    return _mm256_load_ps(d_ + lanes8::kRows * h);
+  }
+
+ private:
+  alignas(32) uint8_t u_[lanes8::kHalves][lanes8::kSteps][32];
+  alignas(32) float d_[lanes8::kHalves * lanes8::kRows];
+};
+
+constexpr PackedDot kPackedQ4_0 = lanes8::packed_dot<Q4Rows8, 8, 15>();
+
+/// Sixteen rows regrouped at load: a register of eight rows' levels is one load and a mask.
+class Q4Group8 {
+ public:
+  Q4Group8(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
+      : group_(reinterpret_cast<const core::BlockQ4_0x16*>(w)) {}
+
+  template <int H>
+  [[gnu::always_inline]] void prepare(int64_t b, bool several) const {
+    if (several) {
+      simd::prefetch_lines_ahead(group_ + b, sizeof(core::BlockQ4_0x16), lanes8::kGroupAhead);
+    }
+  }
+  [[gnu::always_inline]] __m256i levels(int64_t b, int h, int s) const {
+    const __m256i t = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group_[b].qs[s % 4][lanes8::kRows * h]));
+    return s < 4 ? low_nibbles(t) : high_nibbles(t);
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t b, int h) const {
+    return lanes8::halves8(group_[b].d + lanes8::kRows * h);
+  }
+
+ private:
+  const core::BlockQ4_0x16* group_;
+};
+
+constexpr PackedDot kPackedQ4_0x16 = lanes8::packed_dot<Q4Group8, 8, 15>();
+
+#endif  // STRATA_CPU_LANES8
+
 }  // namespace
 
 const PackedDot* packed_dot_q4_0(core::Type weight_type, int64_t k) {
-#if defined(STRATA_CPU_AVX512)
+#if defined(STRATA_CPU_AVX512) || defined(STRATA_CPU_LANES8)
   if (weight_type == core::Type::kQ4_0 && k % kQK8_0 == 0) {
     return &kPackedQ4_0;
   }

@@ -106,6 +106,17 @@ inline float hsum16(__m256 lo, __m256 hi) {
   return hsum(_mm256_add_ps(lo, hi));
 }
 
+/// Stores lanes 0..n-1 of v (n <= 8), lane i at p[i * stride].
+[[gnu::always_inline]] inline void store_first(float* p, __m256 v, int n, int64_t stride = 1) {
+  if (stride == 1 && n == 8) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, v);
+  for (int i = 0; i < n; ++i) p[i * stride] = lanes[i];
+}
+
 #if defined(__AVX512F__)
 /// Stores lanes 0..n-1 of v (n <= 16), lane i at p[i * stride]. A masked store costs AMD Zen 5
 /// far more than a plain one (it took a third of the prompt attention scores' time there), so

@@ -1,0 +1,235 @@
+// The one-row-per-lane kernels for 32-element block weights (q4_0, q8_0) in 256-bit registers,
+// for the kernel sets without AVX-512 VNNI (avx2, avxvnni, avx512): the arithmetic of
+// dot_lanes_q0.h, eight rows per register instead of sixteen.
+//
+// Lane r of a register holds four consecutive unsigned levels of row r; one byte dot product
+// against four activation bytes broadcast to every lane advances eight rows, and a block's
+// eight steps leave each lane with its row's exact integer block sum. Per row and block, in
+// block order: acc = fma(float(sum), d_w * d_a, acc), the float work done for eight outputs
+// at once with no horizontal sum. That is the 512-bit kernels' arithmetic lane for lane, so
+// every set that has these kernels gives the same bits (and, for q4_0, llama.cpp's, whose
+// repacked q4_0 kernels sum in this order too).
+//
+// With VNNI (AVX-VNNI's vpdpbusd) a step is one instruction. Without it a step is vpmaddubsw
+// into int16 pairs, summed in int16 over the block and widened once (vpmaddwd): exact while a
+// lane's eight steps stay below 2^15, which holds for levels up to 15 (q4_0's nibbles); q8_0's
+// levels (up to 255) need VNNI.
+//
+// A tile is sixteen rows (two registers: one group of the x16 layouts of
+// core/quants/interleave.h) by up to kMaxA activation rows. A type brings a Rows class:
+//   Rows(k, w, ldw, nw)               the tile's rows (rows past nw repeat row nw - 1)
+//   template <int H> void prepare(int64_t b, bool several)
+//                                     block b is next (several: more than one activation row)
+//   __m256i levels(int64_t b, int h, int s)
+//                                     register h's unsigned levels of elements 4s..4s+3
+//   __m256 scales(int64_t b, int h)   register h's rows' d
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/kernels/dot_lanes_act.h"
+#include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/simd.h"
+#include "cpu/kernels/simd_int.h"
+
+#if defined(STRATA_CPU_AVX2) && !defined(STRATA_CPU_AVX512)
+#define STRATA_CPU_LANES8 1
+
+namespace strata::cpu::STRATA_KERNEL_NS::lanes8 {
+
+using lanes::act;
+using lanes::ActBlock;
+
+constexpr int kRows = 8;    ///< weight rows per register: one per int32 lane
+constexpr int kHalves = 2;  ///< registers of rows per tile
+constexpr int kSteps = 8;   ///< four-element steps per block
+constexpr int64_t kBlock = 32;
+
+/// How far ahead of its reads a tile of rows regrouped at load asks for their lines when it
+/// has several activation rows (the 512-bit kernels' distance, lanes::kGroupAhead).
+inline constexpr size_t kGroupAhead = 8 << 10;
+
+/// One block's exact sums of levels times activations, for eight rows, started from the
+/// activation block's offset correction.
+template <int kMaxLevel>
+struct BlockSums {
+#if defined(STRATA_CPU_VNNI)
+  __m256i sum;
+  [[gnu::always_inline]] void start(int32_t corr) {
+    sum = _mm256_set1_epi32(corr);
+  }
+  [[gnu::always_inline]] void add(__m256i u, __m256i y) {
+#if defined(STRATA_CPU_AVX_VNNI)
+    sum = _mm256_dpbusd_avx_epi32(sum, u, y);
+#else
+    sum = _mm256_dpbusd_epi32(sum, u, y);
+#endif
+  }
+  [[gnu::always_inline]] __m256i exact() const {
+    return sum;
+  }
+#else
+  static_assert(kSteps * 2 * kMaxLevel * 127 < (1 << 15), "int16 sums would saturate");
+  __m256i pairs;
+  int32_t corr;
+  [[gnu::always_inline]] void start(int32_t c) {
+    pairs = _mm256_setzero_si256();
+    corr = c;
+  }
+  [[gnu::always_inline]] void add(__m256i u, __m256i y) {
+    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u, y));
+  }
+  [[gnu::always_inline]] __m256i exact() const {
+    return _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),
+                            _mm256_set1_epi32(corr));
+  }
+#endif
+};
+
+/// Stores H registers of eight rows' outputs for NA activation rows: row 8 h + r of activation
+/// row c to out[(8 h + r) ldo_w + c ldo_a], for the nw rows that exist.
+template <int H, int NA>
+void store_rows(const __m256 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, int64_t ldo_a) {
+  for (int h = 0; h < H; ++h) {
+    const int rows = std::min(nw - kRows * h, kRows);
+    float* o = out + kRows * h * ldo_w;
+    for (int c = 0; c < NA; ++c) simd::store_first(o + c * ldo_a, acc[h][c], rows, ldo_w);
+  }
+}
+
+/// The tile: for each block, each register of rows against every activation row.
+template <class Rows, int kMaxLevel>
+struct Tile {
+  template <int H, int NA>
+  static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
+                  float* out, int64_t ldo_w, int64_t ldo_a) {
+    Rows rows(k, w, ldw, nw);
+    __m256 acc[H][NA];
+    for (int h = 0; h < H; ++h) {
+      for (int c = 0; c < NA; ++c) acc[h][c] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      rows.template prepare<H>(b, NA > 1);
+      for (int h = 0; h < H; ++h) {
+        BlockSums<kMaxLevel> sums[NA];
+        for (int c = 0; c < NA; ++c) sums[c].start(act(a, lda, c, b).corr);
+        for (int s = 0; s < kSteps; ++s) {
+          const __m256i u = rows.levels(b, h, s);
+          for (int c = 0; c < NA; ++c) {
+            sums[c].add(u, _mm256_set1_epi32(lanes::act_dword(act(a, lda, c, b).qs + 4 * s)));
+          }
+        }
+        const __m256 dw = rows.scales(b, h);
+        for (int c = 0; c < NA; ++c) {
+          const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(act(a, lda, c, b).d));
+          acc[h][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[c].exact()), scale, acc[h][c]);
+        }
+      }
+    }
+    store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+  }
+};
+
+/// A tile of nw weight rows (H registers of eight) by na activation rows, its shape taken at
+/// run time, to Kernel::run<H, NA> instantiated for it.
+template <class Kernel, int H, int NA>
+void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
+              float* out, int64_t ldo_w, int64_t ldo_a) {
+  if constexpr (H > 1) {
+    if (nw <= kRows * (H - 1)) {
+      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
+    }
+  }
+  if constexpr (NA > 1) {
+    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
+  }
+  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
+}
+
+/// Rows read where they lie (GGUF's layout): block b of the tile's rows transposed into a
+/// block's worth of registers in memory (one row per lane), which levels() then reads.
+/// Rows past nw repeat row nw - 1.
+template <class Block>
+class PlainRows {
+ public:
+  PlainRows(int64_t /*k*/, const uint8_t* w, size_t ldw, int nw) : w_(w) {
+    next_ = simd::prefetch_origin(w, kHalves * kRows * ldw);
+    for (int r = 0; r < kHalves * kRows; ++r) {
+      offset_[r] = static_cast<size_t>(std::min(r, nw - 1)) * ldw;
+    }
+  }
+
+  /// f(block of row r, r) for the rows of registers 0..H-1.
+  template <int H, class F>
+  [[gnu::always_inline]] void for_rows(int64_t b, const F& f) const {
+    for (int r = 0; r < H * kRows; ++r) {
+      f(*reinterpret_cast<const Block*>(w_ + offset_[r] + static_cast<size_t>(b) * sizeof(Block)),
+        r);
+    }
+  }
+
+  /// The tile's next rows, a block of each at the step that reads this one.
+  [[gnu::always_inline]] void ask_ahead(int64_t b) const {
+    simd::prefetch_tile_ahead<kHalves * kRows * sizeof(Block)>(
+        next_, static_cast<size_t>(b) * kHalves * kRows * sizeof(Block));
+  }
+
+  /// Sixteen bytes at p + offset_[8 h + r] for r < 8, transposed: t[j] lane r holds dword j
+  /// of row 8 h + r's bytes (rows r and r + 4 share a register, a 4x4 transpose per half).
+  [[gnu::always_inline]] void transpose8x4(const uint8_t* p, int h, __m256i (&t)[4]) const {
+    __m256i z[4];
+    for (int i = 0; i < 4; ++i) {
+      const auto row = [&](int r) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + offset_[kRows * h + r]));
+      };
+      z[i] = _mm256_set_m128i(row(i + 4), row(i));
+    }
+    const __m256i a0 = _mm256_unpacklo_epi32(z[0], z[1]);
+    const __m256i a1 = _mm256_unpackhi_epi32(z[0], z[1]);
+    const __m256i b0 = _mm256_unpacklo_epi32(z[2], z[3]);
+    const __m256i b1 = _mm256_unpackhi_epi32(z[2], z[3]);
+    t[0] = _mm256_unpacklo_epi64(a0, b0);
+    t[1] = _mm256_unpackhi_epi64(a0, b0);
+    t[2] = _mm256_unpacklo_epi64(a1, b1);
+    t[3] = _mm256_unpackhi_epi64(a1, b1);
+  }
+
+  const uint8_t* block_bytes(int64_t b) const {
+    return w_ + static_cast<size_t>(b) * sizeof(Block);
+  }
+
+ private:
+  const uint8_t* w_;
+  const uint8_t* next_;
+  size_t offset_[kHalves * kRows];
+};
+
+/// The f16 scales of eight blocks as floats (exact).
+[[gnu::always_inline]] inline __m256 halves8(const core::Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+/// Decode with one activation row, and small batches, alike: tiles of up to sixteen rows by
+/// up to three activation rows (with the sums and float accumulators of three rows, the
+/// registers are full).
+constexpr int kMaxA = 3;
+
+/// The packed path of a type whose tiles Rows reads, with levels kOffset above the values and
+/// at most kMaxLevel.
+template <class Rows, int kOffset, int kMaxLevel>
+constexpr PackedDot packed_dot() {
+  return {
+      .max_w = kHalves * kRows,
+      .max_a = kMaxA,
+      .group = kBlock,
+      .act_row_bytes = lanes::act_row_bytes,
+      .pack = lanes::pack_act<kOffset>,
+      .tile = dispatch<Tile<Rows, kMaxLevel>, kHalves, kMaxA>,
+  };
+}
+
+}  // namespace strata::cpu::STRATA_KERNEL_NS::lanes8
+
+#endif  // STRATA_CPU_AVX2 && !STRATA_CPU_AVX512
