@@ -10,10 +10,7 @@
 // every set that has these kernels gives the same bits (and, for q4_0, llama.cpp's, whose
 // repacked q4_0 kernels sum in this order too).
 //
-// With VNNI (AVX-VNNI's vpdpbusd) a step is one instruction. Without it a step is vpmaddubsw
-// into int16 pairs, summed in int16 over the block and widened once (vpmaddwd): exact while a
-// lane's eight steps stay below 2^15, which holds for levels up to 15 (q4_0's nibbles); q8_0's
-// levels (up to 255) need VNNI.
+// With VNNI (AVX-VNNI's vpdpbusd) a step is one instruction; without it, a few (Levels).
 //
 // A tile is sixteen rows (two registers: one group of the x16 layouts of
 // core/quants/interleave.h) by up to kMaxA activation rows. A type brings a Rows class:
@@ -51,9 +48,17 @@ constexpr int64_t kBlock = 32;
 /// has several activation rows (the 512-bit kernels' distance, lanes::kGroupAhead).
 inline constexpr size_t kGroupAhead = 8 << 10;
 
+/// What a Rows class's levels are. With VNNI both kinds are unsigned bytes, kOffset above the
+/// values (vpdpbusd takes unsigned weights, and the activations' correction takes the offset
+/// back). Without it, nibbles (q4_0: up to 15) go through vpmaddubsw's int16 pairs, summed
+/// in int16 over the block; bytes (q8_0) would saturate those pairs as unsigned, so they stay
+/// signed (offset 0) and each step pairs their magnitudes with the activations carrying
+/// their signs, widened to int32 at once.
+enum class Levels { kNibbles, kBytes };
+
 /// One block's exact sums of levels times activations, for eight rows, started from the
 /// activation block's offset correction.
-template <int kMaxLevel>
+template <Levels kLevels>
 struct BlockSums {
 #if defined(STRATA_CPU_VNNI)
   __m256i sum;
@@ -71,22 +76,36 @@ struct BlockSums {
     return sum;
   }
 #else
-  static_assert(kSteps * 2 * kMaxLevel * 127 < (1 << 15), "int16 sums would saturate");
-  __m256i pairs;
+  // Nibbles: int16 pairs, eight steps of them |sum| <= 8 * 2 * 15 * 127 < 2^15. Bytes: int32.
+  __m256i partial;
   int32_t corr;
   [[gnu::always_inline]] void start(int32_t c) {
-    pairs = _mm256_setzero_si256();
+    partial = _mm256_setzero_si256();
     corr = c;
   }
   [[gnu::always_inline]] void add(__m256i u, __m256i y) {
-    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u, y));
+    if constexpr (kLevels == Levels::kNibbles) {
+      partial = _mm256_add_epi16(partial, _mm256_maddubs_epi16(u, y));
+    } else {
+      partial = _mm256_add_epi32(partial, simd::dot_i8_i8(u, y));
+    }
   }
   [[gnu::always_inline]] __m256i exact() const {
-    return _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),
-                            _mm256_set1_epi32(corr));
+    const __m256i sums =
+        kLevels == Levels::kNibbles ? _mm256_madd_epi16(partial, _mm256_set1_epi16(1)) : partial;
+    return _mm256_add_epi32(sums, _mm256_set1_epi32(corr));
   }
 #endif
 };
+
+/// The offset of a kind's levels above the values.
+constexpr int level_offset(Levels kind) {
+#if defined(STRATA_CPU_VNNI)
+  return kind == Levels::kNibbles ? 8 : 128;
+#else
+  return kind == Levels::kNibbles ? 8 : 0;
+#endif
+}
 
 /// Stores H registers of eight rows' outputs for NA activation rows: row 8 h + r of activation
 /// row c to out[(8 h + r) ldo_w + c ldo_a], for the nw rows that exist.
@@ -100,7 +119,7 @@ void store_rows(const __m256 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, i
 }
 
 /// The tile: for each block, each register of rows against every activation row.
-template <class Rows, int kMaxLevel>
+template <class Rows, Levels kLevels>
 struct Tile {
   template <int H, int NA>
   static void run(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda,
@@ -112,7 +131,7 @@ struct Tile {
     }
     for (int64_t b = 0; b < k / kBlock; ++b) {
       rows.template prepare<H>(b, NA > 1);
-      BlockSums<kMaxLevel> sums[H][NA];
+      BlockSums<kLevels> sums[H][NA];
       for (int c = 0; c < NA; ++c) {
         for (int h = 0; h < H; ++h) sums[h][c].start(act(a, lda, c, b).corr);
       }
@@ -222,17 +241,16 @@ class PlainRows {
 /// 5 rows 21, 6 rows 29 ms; avx2 40, 33, 41, 51 ms.
 constexpr int kMaxA = 4;
 
-/// The packed path of a type whose tiles Rows reads, with levels kOffset above the values and
-/// at most kMaxLevel.
-template <class Rows, int kOffset, int kMaxLevel>
+/// The packed path of a type whose tiles Rows reads, with levels of kind kLevels.
+template <class Rows, Levels kLevels>
 constexpr PackedDot packed_dot() {
   return {
       .max_w = kHalves * kRows,
       .max_a = kMaxA,
       .group = kBlock,
       .act_row_bytes = lanes::act_row_bytes,
-      .pack = lanes::pack_act<kOffset>,
-      .tile = dispatch<Tile<Rows, kMaxLevel>, kHalves, kMaxA>,
+      .pack = lanes::pack_act<level_offset(kLevels)>,
+      .tile = dispatch<Tile<Rows, kLevels>, kHalves, kMaxA>,
   };
 }
 

@@ -188,7 +188,7 @@ class Q4Rows8 : lanes8::PlainRows<BlockQ4_0> {
   alignas(32) float d_[lanes8::kHalves * lanes8::kRows];
 };
 
-constexpr PackedDot kPackedQ4_0 = lanes8::packed_dot<Q4Rows8, 8, 15>();
+constexpr PackedDot kPackedQ4_0 = lanes8::packed_dot<Q4Rows8, lanes8::Levels::kNibbles>();
 
 /// Sixteen rows regrouped at load: a register of eight rows' levels is one load and a mask.
 class Q4Group8 {
@@ -215,7 +215,7 @@ class Q4Group8 {
   const core::BlockQ4_0x16* group_;
 };
 
-constexpr PackedDot kPackedQ4_0x16 = lanes8::packed_dot<Q4Group8, 8, 15>();
+constexpr PackedDot kPackedQ4_0x16 = lanes8::packed_dot<Q4Group8, lanes8::Levels::kNibbles>();
 
 #endif  // STRATA_CPU_LANES8
 

@@ -10,6 +10,7 @@
 // of its own; tests/engine/test_golden.cpp).
 #include "core/blocks.h"
 #include "core/quants/interleave.h"
+#include "cpu/kernels/dot_lanes8.h"
 #include "cpu/kernels/dot_lanes_q0.h"
 #include "cpu/kernels/dot_packed.h"
 #include "cpu/kernels/simd.h"
@@ -148,10 +149,82 @@ constexpr PackedDot kPackedQ8_0x16 = lanes::packed_dot<Q8Rows16, 128>();
 
 #endif  // STRATA_CPU_AVX512
 
+#if defined(STRATA_CPU_LANES8)
+
+constexpr lanes8::Levels kBytes = lanes8::Levels::kBytes;
+
+/// A row's quants as the 256-bit kernels take them: unsigned, 128 above the values, with
+/// VNNI; as they are without (lanes8::Levels).
+__m256i byte_levels(__m256i q) {
+  return lanes8::level_offset(kBytes) == 0 ? q : _mm256_xor_si256(q, _mm256_set1_epi8(-128));
+}
+
+/// Sixteen q8_0 rows read in place, each block of them transposed once into levels and
+/// scales that every activation row of the tile reads.
+class Q8Rows8 : lanes8::PlainRows<BlockQ8_0> {
+ public:
+  using PlainRows::PlainRows;
+
+  template <int H>
+  [[gnu::always_inline]] void prepare(int64_t b, bool /*several*/) {
+    ask_ahead(b);
+    for (int h = 0; h < H; ++h) {
+      for (int half = 0; half < 2; ++half) {
+        __m256i t[4];
+        transpose8x4(block_bytes(b) + offsetof(BlockQ8_0, qs) + 16 * half, h, t);
+        for (int j = 0; j < 4; ++j) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][4 * half + j]), byte_levels(t[j]));
+        }
+      }
+    }
+    for_rows<H>(b, [&](const BlockQ8_0& blk, int r) { d_[r] = simd::half_to_float(blk.d); });
+  }
+  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
+    return _mm256_load_ps(d_ + lanes8::kRows * h);
+  }
+
+ private:
+  alignas(32) uint8_t u_[lanes8::kHalves][lanes8::kSteps][32];
+  alignas(32) float d_[lanes8::kHalves * lanes8::kRows];
+};
+
+constexpr PackedDot kPackedQ8_0 = lanes8::packed_dot<Q8Rows8, kBytes>();
+
+/// Sixteen rows regrouped at load: a register of eight rows' levels is one load.
+class Q8Group8 {
+ public:
+  Q8Group8(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
+      : group_(reinterpret_cast<const core::BlockQ8_0x16*>(w)) {}
+
+  template <int H>
+  [[gnu::always_inline]] void prepare(int64_t b, bool several) const {
+    if (several) {
+      simd::prefetch_lines_ahead(group_ + b, sizeof(core::BlockQ8_0x16), lanes8::kGroupAhead);
+    }
+  }
+  [[gnu::always_inline]] __m256i levels(int64_t b, int h, int s) const {
+    return byte_levels(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].qs[s][lanes8::kRows * h])));
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t b, int h) const {
+    return lanes8::halves8(group_[b].d + lanes8::kRows * h);
+  }
+
+ private:
+  const core::BlockQ8_0x16* group_;
+};
+
+constexpr PackedDot kPackedQ8_0x16 = lanes8::packed_dot<Q8Group8, kBytes>();
+
+#endif  // STRATA_CPU_LANES8
+
 }  // namespace
 
 const PackedDot* packed_dot_q8_0(core::Type weight_type, int64_t k) {
-#if defined(STRATA_CPU_AVX512)
+#if defined(STRATA_CPU_AVX512) || defined(STRATA_CPU_LANES8)
   if (weight_type == core::Type::kQ8_0 && k % kQK8_0 == 0) return &kPackedQ8_0;
   if (weight_type == core::Type::kQ8_0x16 && k % kQK8_0 == 0) return &kPackedQ8_0x16;
 #else
