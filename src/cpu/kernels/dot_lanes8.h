@@ -2,7 +2,7 @@
 // for the kernel sets without AVX-512 VNNI (avx2, avxvnni, avx512): the arithmetic of
 // dot_lanes_q0.h, eight rows per register instead of sixteen.
 //
-// Lane r of a register holds four consecutive unsigned levels of row r; one byte dot product
+// Lane r of a register holds four consecutive levels of row r; one byte dot product
 // against four activation bytes broadcast to every lane advances eight rows, and a block's
 // eight steps leave each lane with its row's exact integer block sum. Per row and block, in
 // block order: acc = fma(float(sum), d_w * d_a, acc), the float work done for eight outputs
@@ -18,7 +18,7 @@
 //   template <int H> void prepare(int64_t b, bool several)
 //                                     block b is next (several: more than one activation row)
 //   __m256i levels(int64_t b, int h, int s)
-//                                     register h's unsigned levels of elements 4s..4s+3
+//                                     register h's levels of elements 4s..4s+3 (Levels)
 //   __m256 scales(int64_t b, int h)   register h's rows' d
 #pragma once
 
@@ -48,9 +48,9 @@ constexpr int64_t kBlock = 32;
 /// has several activation rows (the 512-bit kernels' distance, lanes::kGroupAhead).
 inline constexpr size_t kGroupAhead = 8 << 10;
 
-/// What a Rows class's levels are. With VNNI both kinds are unsigned bytes, kOffset above the
-/// values (vpdpbusd takes unsigned weights, and the activations' correction takes the offset
-/// back). Without it, nibbles (q4_0: up to 15) go through vpmaddubsw's int16 pairs, summed
+/// What a Rows class's levels are. With VNNI both kinds are unsigned bytes, level_offset()
+/// above the values (vpdpbusd takes unsigned weights, and the activations' correction takes the
+/// offset back). Without it, nibbles (q4_0: up to 15) go through vpmaddubsw's int16 pairs, summed
 /// in int16 over the block; bytes (q8_0) would saturate those pairs as unsigned, so they stay
 /// signed (offset 0) and each step pairs their magnitudes with the activations carrying
 /// their signs, widened to int32 at once.
