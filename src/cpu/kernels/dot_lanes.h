@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/dot_tile.h"
+#include "cpu/kernels/kernel_set.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/simd_int.h"
 
@@ -75,32 +77,9 @@ inline void row_offsets(size_t ldw, int nw, size_t (&offset)[kRows]) {
   return _mm512_set1_epi32(four);
 }
 
-/// Stores H registers of sixteen rows' outputs for NA activation rows: row 16 h + r of
-/// activation row c to out[(16 h + r) ldo_w + c ldo_a], for the nw rows that exist.
-template <int H, int NA>
-void store_rows(const __m512 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, int64_t ldo_a) {
-  for (int h = 0; h < H; ++h) {
-    const int rows = std::min(nw - kRows * h, kRows);
-    float* o = out + kRows * h * ldo_w;
-    for (int c = 0; c < NA; ++c) simd::store_first(o + c * ldo_a, acc[h][c], rows, ldo_w);
-  }
-}
-
-/// A tile of nw weight rows (H registers of sixteen) by na activation rows, its shape taken at
-/// run time, to Kernel::run<H, NA> instantiated for it (registers of rows by nw, then na).
+/// The DotTileFn of a tile kernel Kernel::run<H, NA> (H registers of sixteen rows).
 template <class Kernel, int H, int NA>
-void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
-              float* out, int64_t ldo_w, int64_t ldo_a) {
-  if constexpr (H > 1) {
-    if (nw <= kRows * (H - 1)) {
-      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-    }
-  }
-  if constexpr (NA > 1) {
-    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-  }
-  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
-}
+constexpr DotTileFn dispatch = register_tile_dispatch<Kernel, kRows, H, NA>;
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS::lanes
 

@@ -13,7 +13,8 @@
 // With VNNI (AVX-VNNI's vpdpbusd) a step is one instruction; without it, a few (Levels).
 //
 // A tile is sixteen rows (two registers: one group of the x16 layouts of
-// core/quants/interleave.h) by up to kMaxA activation rows. A type brings a Rows class:
+// core/quants/interleave.h) by up to kMaxA activation rows. A type brings a Rows class (built
+// on PlainRows or GroupRows below):
 //   Rows(k, w, ldw, nw)               the tile's rows (rows past nw repeat row nw - 1)
 //   template <int H> void prepare(int64_t b, bool several)
 //                                     block b is next (several: more than one activation row)
@@ -28,6 +29,7 @@
 
 #include "cpu/kernels/dot_lanes_act.h"
 #include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/simd_int.h"
 
@@ -107,17 +109,6 @@ constexpr int level_offset(Levels kind) {
 #endif
 }
 
-/// Stores H registers of eight rows' outputs for NA activation rows: row 8 h + r of activation
-/// row c to out[(8 h + r) ldo_w + c ldo_a], for the nw rows that exist.
-template <int H, int NA>
-void store_rows(const __m256 (&acc)[H][NA], int nw, float* out, int64_t ldo_w, int64_t ldo_a) {
-  for (int h = 0; h < H; ++h) {
-    const int rows = std::min(nw - kRows * h, kRows);
-    float* o = out + kRows * h * ldo_w;
-    for (int c = 0; c < NA; ++c) simd::store_first(o + c * ldo_a, acc[h][c], rows, ldo_w);
-  }
-}
-
 /// The tile: for each block, each register of rows against every activation row.
 template <class Rows, Levels kLevels>
 struct Tile {
@@ -152,29 +143,18 @@ struct Tile {
         }
       }
     }
-    store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 };
 
-/// A tile of nw weight rows (H registers of eight) by na activation rows, its shape taken at
-/// run time, to Kernel::run<H, NA> instantiated for it.
+/// The DotTileFn of a tile kernel Kernel::run<H, NA> (H registers of eight rows).
 template <class Kernel, int H, int NA>
-void dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a, size_t lda, int na,
-              float* out, int64_t ldo_w, int64_t ldo_a) {
-  if constexpr (H > 1) {
-    if (nw <= kRows * (H - 1)) {
-      return dispatch<Kernel, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-    }
-  }
-  if constexpr (NA > 1) {
-    if (na < NA) return dispatch<Kernel, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w, ldo_a);
-  }
-  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
-}
+constexpr DotTileFn dispatch = register_tile_dispatch<Kernel, kRows, H, NA>;
 
 /// Rows read where they lie (GGUF's layout): block b of the tile's rows transposed into a
-/// block's worth of registers in memory (one row per lane), which levels() then reads.
-/// Rows past nw repeat row nw - 1.
+/// block's worth of registers in memory (one row per lane), which levels() then reads. A type's
+/// reader derives from it and fills them in its prepare<H>(b, several) with transpose8x4,
+/// store_levels and load_scales. Rows past nw repeat row nw - 1.
 template <class Block>
 class PlainRows {
  public:
@@ -185,15 +165,14 @@ class PlainRows {
     }
   }
 
-  /// f(block of row r, r) for the rows of registers 0..H-1.
-  template <int H, class F>
-  [[gnu::always_inline]] void for_rows(int64_t b, const F& f) const {
-    for (int r = 0; r < H * kRows; ++r) {
-      f(*reinterpret_cast<const Block*>(w_ + offset_[r] + static_cast<size_t>(b) * sizeof(Block)),
-        r);
-    }
+  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
+    return _mm256_load_ps(d_ + kRows * h);
   }
 
+ protected:
   /// The tile's next rows, a block of each at the step that reads this one.
   [[gnu::always_inline]] void ask_ahead(int64_t b) const {
     simd::prefetch_tile_ahead<kHalves * kRows * sizeof(Block)>(
@@ -220,20 +199,58 @@ class PlainRows {
     t[3] = _mm256_unpackhi_epi64(a1, b1);
   }
 
+  [[gnu::always_inline]] void store_levels(int h, int s, __m256i u) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][s]), u);
+  }
+
+  /// Block b's scales (Block::d) of the rows of registers 0..H-1.
+  template <int H>
+  [[gnu::always_inline]] void load_scales(int64_t b) {
+    for (int r = 0; r < H * kRows; ++r) d_[r] = simd::half_to_float(block(b, r).d);
+  }
+
   const uint8_t* block_bytes(int64_t b) const {
     return w_ + static_cast<size_t>(b) * sizeof(Block);
   }
 
  private:
+  const Block& block(int64_t b, int r) const {
+    return *reinterpret_cast<const Block*>(block_bytes(b) + offset_[r]);
+  }
+
   const uint8_t* w_;
   const uint8_t* next_;
   size_t offset_[kHalves * kRows];
+  alignas(32) uint8_t u_[kHalves][kSteps][32];
+  alignas(32) float d_[kHalves * kRows];
 };
 
-/// The f16 scales of eight blocks as floats (exact).
-[[gnu::always_inline]] inline __m256 halves8(const core::Half* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
+/// Sixteen rows regrouped at load (a Group of the x16 layouts): quants(b, s, h) is register
+/// h's quant bytes of step s, one load, which a type's reader turns into its levels.
+template <class Group>
+class GroupRows {
+ public:
+  GroupRows(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
+      : group_(reinterpret_cast<const Group*>(w)) {}
+
+  /// Several activation rows: block b's lines kGroupAhead on.
+  template <int H>
+  [[gnu::always_inline]] void prepare(int64_t b, bool several) const {
+    if (several) simd::prefetch_lines_ahead(group_ + b, sizeof(Group), kGroupAhead);
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t b, int h) const {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group_[b].d + kRows * h)));
+  }
+
+ protected:
+  [[gnu::always_inline]] __m256i quants(int64_t b, int s, int h) const {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].qs[s][kRows * h]));
+  }
+
+ private:
+  const Group* group_;
+};
 
 /// Activation rows per tile, for decode and prefill alike: the eight integer sums of four rows
 /// and the step's registers fill the sixteen; the float accumulators wait in L1 between blocks.

@@ -193,7 +193,7 @@ struct PanelTile {
         for (int c = 0; c < NA; ++c) add_block(acc[h][c], sum[h][c], dw, act(a, lda, c, b).d);
       }
     }
-    store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 };
 
@@ -221,7 +221,7 @@ struct PlainTile {
       }
       for (int c = 0; c < NA; ++c) add_block(acc[0][c], sum[c], u.dw, act(a, lda, c, b).d);
     }
-    store_rows<1, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 
   template <int H, int NA>
@@ -276,7 +276,7 @@ struct LoneTile {
       const __m512i sum = _mm512_add_epi32(rows.lone_sums(b, x), _mm512_set1_epi32(x.corr));
       add_block(acc[0][0], sum, dw, x.d);
     }
-    store_rows<1, 1>(acc, nw, out, ldo_w, 0);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, 0);
   }
 };
 

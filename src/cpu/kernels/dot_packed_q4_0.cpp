@@ -159,7 +159,7 @@ __m256i high_nibbles(__m256i t) {
 
 /// Sixteen q4_0 rows read in place, each block of them transposed once into levels and
 /// scales that every activation row of the tile reads.
-class Q4Rows8 : lanes8::PlainRows<BlockQ4_0> {
+class Q4Rows8 : public lanes8::PlainRows<BlockQ4_0> {
  public:
   using PlainRows::PlainRows;
 
@@ -170,49 +170,25 @@ class Q4Rows8 : lanes8::PlainRows<BlockQ4_0> {
       __m256i t[4];
       transpose8x4(block_bytes(b) + offsetof(BlockQ4_0, qs), h, t);
       for (int j = 0; j < 4; ++j) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][j]), low_nibbles(t[j]));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][4 + j]), high_nibbles(t[j]));
+        store_levels(h, j, low_nibbles(t[j]));
+        store_levels(h, 4 + j, high_nibbles(t[j]));
       }
     }
-    for_rows<H>(b, [&](const BlockQ4_0& blk, int r) { d_[r] = simd::half_to_float(blk.d); });
+    load_scales<H>(b);
   }
-  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
-  }
-  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
-    return _mm256_load_ps(d_ + lanes8::kRows * h);
-  }
-
- private:
-  alignas(32) uint8_t u_[lanes8::kHalves][lanes8::kSteps][32];
-  alignas(32) float d_[lanes8::kHalves * lanes8::kRows];
 };
 
 constexpr PackedDot kPackedQ4_0 = lanes8::packed_dot<Q4Rows8, lanes8::Levels::kNibbles>();
 
 /// Sixteen rows regrouped at load: a register of eight rows' levels is one load and a mask.
-class Q4Group8 {
+class Q4Group8 : public lanes8::GroupRows<core::BlockQ4_0x16> {
  public:
-  Q4Group8(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
-      : group_(reinterpret_cast<const core::BlockQ4_0x16*>(w)) {}
+  using GroupRows::GroupRows;
 
-  template <int H>
-  [[gnu::always_inline]] void prepare(int64_t b, bool several) const {
-    if (several) {
-      simd::prefetch_lines_ahead(group_ + b, sizeof(core::BlockQ4_0x16), lanes8::kGroupAhead);
-    }
-  }
   [[gnu::always_inline]] __m256i levels(int64_t b, int h, int s) const {
-    const __m256i t = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(group_[b].qs[s % 4][lanes8::kRows * h]));
+    const __m256i t = quants(b, s % 4, h);
     return s < 4 ? low_nibbles(t) : high_nibbles(t);
   }
-  [[gnu::always_inline]] __m256 scales(int64_t b, int h) const {
-    return lanes8::halves8(group_[b].d + lanes8::kRows * h);
-  }
-
- private:
-  const core::BlockQ4_0x16* group_;
 };
 
 constexpr PackedDot kPackedQ4_0x16 = lanes8::packed_dot<Q4Group8, lanes8::Levels::kNibbles>();

@@ -23,6 +23,7 @@
 #include "cpu/kernels/dot_k_packed.h"
 #include "cpu/kernels/dot_lanes.h"
 #include "cpu/kernels/dot_packed.h"
+#include "cpu/kernels/dot_tile.h"
 #include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
@@ -290,7 +291,7 @@ struct Panel {
     }
     for (int64_t i = 0; i < k / kQK_K; ++i)
       add_super<H, NA>(PanelQuants{p[i]}, p[i].s, a, lda, i, acc);
-    lanes::store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 };
 
@@ -316,7 +317,7 @@ struct Plain {
       }
       add_super<H, NA>(PanelQuants{local}, local.s, a, lda, i, acc);
     }
-    lanes::store_rows<H, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 };
 
@@ -342,7 +343,7 @@ struct Grouped {
       add_sums<1, 1>(
           sum, scales, [&](int) -> const PackedQ8K& { return x[i]; }, acc);
     }
-    lanes::store_rows<1, 1>(acc, kRows, out, ldo_w, 0);
+    store_register_rows<kRows>(acc, kRows, out, ldo_w, 0);
   }
 
   /// NA activation rows (two or more sequences decoding) against one group's nw rows.
@@ -357,7 +358,7 @@ struct Grouped {
       group_scales(group[i], scales, 0);
       add_super<1, NA>(GroupQuants{group[i]}, scales, a, lda, i, acc);
     }
-    lanes::store_rows<1, NA>(acc, nw, out, ldo_w, ldo_a);
+    store_register_rows<kRows>(acc, nw, out, ldo_w, ldo_a);
   }
 
   /// The groups one after the other, each one stream. Two read side by side, as prefill's

@@ -161,7 +161,7 @@ __m256i byte_levels(__m256i q) {
 
 /// Sixteen q8_0 rows read in place, each block of them transposed once into levels and
 /// scales that every activation row of the tile reads.
-class Q8Rows8 : lanes8::PlainRows<BlockQ8_0> {
+class Q8Rows8 : public lanes8::PlainRows<BlockQ8_0> {
  public:
   using PlainRows::PlainRows;
 
@@ -172,49 +172,23 @@ class Q8Rows8 : lanes8::PlainRows<BlockQ8_0> {
       for (int half = 0; half < 2; ++half) {
         __m256i t[4];
         transpose8x4(block_bytes(b) + offsetof(BlockQ8_0, qs) + 16 * half, h, t);
-        for (int j = 0; j < 4; ++j) {
-          _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][4 * half + j]), byte_levels(t[j]));
-        }
+        for (int j = 0; j < 4; ++j) store_levels(h, 4 * half + j, byte_levels(t[j]));
       }
     }
-    for_rows<H>(b, [&](const BlockQ8_0& blk, int r) { d_[r] = simd::half_to_float(blk.d); });
+    load_scales<H>(b);
   }
-  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
-  }
-  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
-    return _mm256_load_ps(d_ + lanes8::kRows * h);
-  }
-
- private:
-  alignas(32) uint8_t u_[lanes8::kHalves][lanes8::kSteps][32];
-  alignas(32) float d_[lanes8::kHalves * lanes8::kRows];
 };
 
 constexpr PackedDot kPackedQ8_0 = lanes8::packed_dot<Q8Rows8, kBytes>();
 
 /// Sixteen rows regrouped at load: a register of eight rows' levels is one load.
-class Q8Group8 {
+class Q8Group8 : public lanes8::GroupRows<core::BlockQ8_0x16> {
  public:
-  Q8Group8(int64_t /*k*/, const uint8_t* w, size_t /*ldw*/, int /*nw*/)
-      : group_(reinterpret_cast<const core::BlockQ8_0x16*>(w)) {}
+  using GroupRows::GroupRows;
 
-  template <int H>
-  [[gnu::always_inline]] void prepare(int64_t b, bool several) const {
-    if (several) {
-      simd::prefetch_lines_ahead(group_ + b, sizeof(core::BlockQ8_0x16), lanes8::kGroupAhead);
-    }
-  }
   [[gnu::always_inline]] __m256i levels(int64_t b, int h, int s) const {
-    return byte_levels(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group_[b].qs[s][lanes8::kRows * h])));
+    return byte_levels(quants(b, s, h));
   }
-  [[gnu::always_inline]] __m256 scales(int64_t b, int h) const {
-    return lanes8::halves8(group_[b].d + lanes8::kRows * h);
-  }
-
- private:
-  const core::BlockQ8_0x16* group_;
 };
 
 constexpr PackedDot kPackedQ8_0x16 = lanes8::packed_dot<Q8Group8, kBytes>();

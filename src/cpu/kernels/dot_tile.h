@@ -2,8 +2,11 @@
 // shape at run time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#include "cpu/kernels/simd.h"
 
 namespace strata::cpu::STRATA_KERNEL_NS {
 
@@ -39,5 +42,40 @@ void slice_dispatch(int64_t k, int64_t k0, int64_t k1, const uint8_t* w, size_t 
     Kernel::template slice<W, A>(k, k0, k1, w, ldw, a, lda, lanes, out, ldo_w, ldo_a);
   });
 }
+
+/// For kernels with one weight row per lane of a register of kRows: calls
+/// Kernel::template run<H, NA>(...) for the runtime shape, H registers of rows (by nw), then
+/// na activation rows.
+template <class Kernel, int kRows, int H, int NA>
+void register_tile_dispatch(int64_t k, const uint8_t* w, size_t ldw, int nw, const uint8_t* a,
+                            size_t lda, int na, float* out, int64_t ldo_w, int64_t ldo_a) {
+  if constexpr (H > 1) {
+    if (nw <= kRows * (H - 1)) {
+      return register_tile_dispatch<Kernel, kRows, H - 1, NA>(k, w, ldw, nw, a, lda, na, out, ldo_w,
+                                                              ldo_a);
+    }
+  }
+  if constexpr (NA > 1) {
+    if (na < NA) {
+      return register_tile_dispatch<Kernel, kRows, H, NA - 1>(k, w, ldw, nw, a, lda, na, out, ldo_w,
+                                                              ldo_a);
+    }
+  }
+  Kernel::template run<H, NA>(k, w, ldw, nw, a, lda, out, ldo_w, ldo_a);
+}
+
+#if defined(STRATA_CPU_AVX2)
+/// Stores H registers of kRows rows' outputs for NA activation rows: row kRows h + r of
+/// activation row c to out[(kRows h + r) ldo_w + c ldo_a], for the nw rows that exist.
+template <int kRows, int H, int NA, class Vec>
+void store_register_rows(const Vec (&acc)[H][NA], int nw, float* out, int64_t ldo_w,
+                         int64_t ldo_a) {
+  for (int h = 0; h < H; ++h) {
+    const int rows = std::min(nw - kRows * h, kRows);
+    float* o = out + kRows * h * ldo_w;
+    for (int c = 0; c < NA; ++c) simd::store_first(o + c * ldo_a, acc[h][c], rows, ldo_w);
+  }
+}
+#endif
 
 }  // namespace strata::cpu::STRATA_KERNEL_NS
