@@ -213,6 +213,14 @@ class PlainRows {
     return w_ + static_cast<size_t>(b) * sizeof(Block);
   }
 
+  /// The tile's next rows' block b, which ask_ahead(b) asks for whole.
+  const uint8_t* ahead(int64_t b) const {
+    return next_ + static_cast<size_t>(b) * kHalves * kRows * sizeof(Block);
+  }
+
+  /// Where the tile's row r starts (rows past nw repeat the last).
+  size_t offset(int r) const { return offset_[r]; }
+
  private:
   const Block& block(int64_t b, int r) const {
     return *reinterpret_cast<const Block*>(block_bytes(b) + offset_[r]);
