@@ -595,7 +595,7 @@ int bench_command(const std::vector<std::string>& args) {
   auto bandwidth = probe_read_bandwidth(r.threads);
   if (!bandwidth.ok()) return report_error("bench", bandwidth.status());
   r.bandwidth = *bandwidth;
-  r.compute = probe_compute_peak(r.model.kind, r.threads);
+  r.compute = probe_compute_peak(r.model.kind, r.threads, cpu::kernel_set().name);
 
   TokenSource src(model->tokenizer());
   const double kv_bytes_per_cell =

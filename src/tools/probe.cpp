@@ -10,6 +10,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -302,16 +304,27 @@ void f32_chains_scalar(int64_t iterations) {
   sink(static_cast<uint64_t>(acc[0][0]));
 }
 
-Kernel int8_kernel() {
-  if (cpu_has("avx512vnni")) return {kChains * 64, "avx512-vnni", int8_chains_avx512_vnni};
-  if (cpu_has("avxvnni")) return {kChains * 32, "avx-vnni", int8_chains_avx_vnni};
-  if (cpu_has("avx2")) return {kChains * 32, "avx2", int8_chains_avx2};
+/// Whether the kernel set named `set` runs `feature`'s instructions on this CPU: a set forced
+/// below the CPU's best (STRATA_KERNELS) is held to its own peak, not to the CPU's.
+bool set_uses(std::string_view set, std::string_view feature) {
+  if (!cpu_has(std::string(feature).c_str())) return false;
+  if (set == "avx512vnni" || set == "native") return true;
+  if (set == "avx512") return feature == "avx2" || feature == "avx512";
+  if (set == "avxvnni") return feature == "avx2" || feature == "avxvnni";
+  if (set == "avx2") return feature == "avx2";
+  return false;
+}
+
+Kernel int8_kernel(std::string_view set) {
+  if (set_uses(set, "avx512vnni")) return {kChains * 64, "avx512-vnni", int8_chains_avx512_vnni};
+  if (set_uses(set, "avxvnni")) return {kChains * 32, "avx-vnni", int8_chains_avx_vnni};
+  if (set_uses(set, "avx2")) return {kChains * 32, "avx2", int8_chains_avx2};
   return {kChains * 4, "scalar", int8_chains_scalar};
 }
 
-Kernel f32_kernel() {
-  if (cpu_has("avx512")) return {kChains * 16, "avx512", f32_chains_avx512};
-  if (cpu_has("avx2")) return {kChains * 8, "avx2-fma", f32_chains_avx2};
+Kernel f32_kernel(std::string_view set) {
+  if (set_uses(set, "avx512")) return {kChains * 16, "avx512", f32_chains_avx512};
+  if (set_uses(set, "avx2")) return {kChains * 8, "avx2-fma", f32_chains_avx2};
   return {kChains * 4, "scalar", f32_chains_scalar};
 }
 
@@ -353,12 +366,12 @@ Result<BandwidthProbe> probe_read_bandwidth(int threads) {
   return probe;
 }
 
-ComputeProbe probe_compute_peak(ComputeKind kind, int threads) {
+ComputeProbe probe_compute_peak(ComputeKind kind, int threads, std::string_view kernel_set) {
   threads = std::max(threads, 1);
-  const Kernel k = kind == ComputeKind::kInt8Dot ? int8_kernel()
-                   : kind == ComputeKind::kBF16Dot && cpu_has("avx512bf16")
+  const Kernel k = kind == ComputeKind::kInt8Dot ? int8_kernel(kernel_set)
+                   : kind == ComputeKind::kBF16Dot && set_uses(kernel_set, "avx512bf16")
                        ? Kernel{kChains * 32, "avx512-bf16", bf16_chains_avx512}
-                       : f32_kernel();
+                       : f32_kernel(kernel_set);
   // Calibrate on one thread so that each timed run lasts about 50 ms.
   int64_t iterations = int64_t{1} << 14;
   for (;;) {

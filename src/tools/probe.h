@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -36,9 +37,10 @@ struct ComputeProbe {
   int threads = 0;
 };
 
-/// Compute peak: every thread runs independent chains of the widest instruction this build
-/// has for `kind`, long enough to hide latency; the best of a few runs of about 50 ms counts.
-ComputeProbe probe_compute_peak(ComputeKind kind, int threads);
+/// Compute peak: every thread runs independent chains of the widest instruction for `kind`
+/// that both the CPU and the kernel set named `kernel_set` (cpu::KernelSet::name) have, long
+/// enough to hide latency; the best of a few runs of about 50 ms counts.
+ComputeProbe probe_compute_peak(ComputeKind kind, int threads, std::string_view kernel_set);
 
 /// "int8 dot" or "f32 fma".
 std::string compute_kind_name(ComputeKind kind);
