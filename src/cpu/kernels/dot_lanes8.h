@@ -68,11 +68,7 @@ struct BlockSums {
     sum = _mm256_set1_epi32(corr);
   }
   [[gnu::always_inline]] void add(__m256i u, __m256i y) {
-#if defined(STRATA_CPU_AVX_VNNI)
-    sum = _mm256_dpbusd_avx_epi32(sum, u, y);
-#else
-    sum = _mm256_dpbusd_epi32(sum, u, y);
-#endif
+    sum = simd::dpbusd(sum, u, y);
   }
   [[gnu::always_inline]] __m256i exact() const {
     return sum;
@@ -151,35 +147,31 @@ struct Tile {
 template <class Kernel, int H, int NA>
 constexpr DotTileFn dispatch = register_tile_dispatch<Kernel, kRows, H, NA>;
 
-/// Rows read where they lie (GGUF's layout): block b of the tile's rows transposed into a
-/// block's worth of registers in memory (one row per lane), which levels() then reads. A type's
-/// reader derives from it and fills them in its prepare<H>(b, several) with transpose8x4,
-/// store_levels and load_scales. Rows past nw repeat row nw - 1.
+/// The tile's sixteen rows where they lie (GGUF's layout): where each row starts, their blocks
+/// transposed eight rows at a time, and the next tile's lines asked for as these are read.
+/// Rows past nw repeat row nw - 1.
 template <class Block>
-class PlainRows {
+class RowsInPlace {
  public:
-  PlainRows(int64_t /*k*/, const uint8_t* w, size_t ldw, int nw) : w_(w) {
+  RowsInPlace(int64_t /*k*/, const uint8_t* w, size_t ldw, int nw) : w_(w) {
     next_ = simd::prefetch_origin(w, kHalves * kRows * ldw);
     for (int r = 0; r < kHalves * kRows; ++r) {
       offset_[r] = static_cast<size_t>(std::min(r, nw - 1)) * ldw;
     }
   }
 
-  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
-    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
-  }
-  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
-    return _mm256_load_ps(d_ + kRows * h);
+ protected:
+  /// The tile's next rows' block b, kPrefetchAhead on.
+  const uint8_t* ahead(int64_t b) const {
+    return next_ + static_cast<size_t>(b) * kHalves * kRows * sizeof(Block);
   }
 
- protected:
   /// The tile's next rows, a block of each at the step that reads this one.
   [[gnu::always_inline]] void ask_ahead(int64_t b) const {
-    simd::prefetch_tile_ahead<kHalves * kRows * sizeof(Block)>(
-        next_, static_cast<size_t>(b) * kHalves * kRows * sizeof(Block));
+    simd::prefetch_tile_ahead<kHalves * kRows * sizeof(Block)>(ahead(b), 0);
   }
 
-  /// Sixteen bytes at p + offset_[8 h + r] for r < 8, transposed: t[j] lane r holds dword j
+  /// Sixteen bytes at p + offset(8 h + r) for r < 8, transposed: t[j] lane r holds dword j
   /// of row 8 h + r's bytes (rows r and r + 4 share a register, a 4x4 transpose per half).
   [[gnu::always_inline]] void transpose8x4(const uint8_t* p, int h, __m256i (&t)[4]) const {
     __m256i z[4];
@@ -199,6 +191,42 @@ class PlainRows {
     t[3] = _mm256_unpackhi_epi64(a1, b1);
   }
 
+  /// Block b of the tile's first row; row r's lies offset(r) further on.
+  const uint8_t* block_bytes(int64_t b) const {
+    return w_ + static_cast<size_t>(b) * sizeof(Block);
+  }
+
+  /// Where the tile's row r starts, from its first.
+  size_t offset(int r) const { return offset_[r]; }
+
+  /// Block b of row r.
+  const Block& block(int64_t b, int r) const {
+    return *reinterpret_cast<const Block*>(block_bytes(b) + offset_[r]);
+  }
+
+ private:
+  const uint8_t* w_;
+  const uint8_t* next_;
+  size_t offset_[kHalves * kRows];
+};
+
+/// Rows read where they lie, for the Tile: block b of the tile's rows transposed into a block's
+/// worth of registers in memory (one row per lane), which levels() then reads. A type's reader
+/// derives from it and fills them in its prepare<H>(b, several) with transpose8x4,
+/// store_levels and load_scales.
+template <class Block>
+class PlainRows : public RowsInPlace<Block> {
+ public:
+  using RowsInPlace<Block>::RowsInPlace;
+
+  [[gnu::always_inline]] __m256i levels(int64_t /*b*/, int h, int s) const {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(u_[h][s]));
+  }
+  [[gnu::always_inline]] __m256 scales(int64_t /*b*/, int h) const {
+    return _mm256_load_ps(d_ + kRows * h);
+  }
+
+ protected:
   [[gnu::always_inline]] void store_levels(int h, int s, __m256i u) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(u_[h][s]), u);
   }
@@ -206,29 +234,10 @@ class PlainRows {
   /// Block b's scales (Block::d) of the rows of registers 0..H-1.
   template <int H>
   [[gnu::always_inline]] void load_scales(int64_t b) {
-    for (int r = 0; r < H * kRows; ++r) d_[r] = simd::half_to_float(block(b, r).d);
+    for (int r = 0; r < H * kRows; ++r) d_[r] = simd::half_to_float(this->block(b, r).d);
   }
-
-  const uint8_t* block_bytes(int64_t b) const {
-    return w_ + static_cast<size_t>(b) * sizeof(Block);
-  }
-
-  /// The tile's next rows' block b, which ask_ahead(b) asks for whole.
-  const uint8_t* ahead(int64_t b) const {
-    return next_ + static_cast<size_t>(b) * kHalves * kRows * sizeof(Block);
-  }
-
-  /// Where the tile's row r starts (rows past nw repeat the last).
-  size_t offset(int r) const { return offset_[r]; }
 
  private:
-  const Block& block(int64_t b, int r) const {
-    return *reinterpret_cast<const Block*>(block_bytes(b) + offset_[r]);
-  }
-
-  const uint8_t* w_;
-  const uint8_t* next_;
-  size_t offset_[kHalves * kRows];
   alignas(32) uint8_t u_[kHalves][kSteps][32];
   alignas(32) float d_[kHalves * kRows];
 };

@@ -80,11 +80,7 @@ struct SubSums {
   __m256i v = _mm256_setzero_si256();
 #if defined(STRATA_CPU_VNNI)
   [[gnu::always_inline]] void add(__m256i u, __m256i y) {
-#if defined(STRATA_CPU_AVX_VNNI)
-    v = _mm256_dpbusd_avx_epi32(v, u, y);
-#else
-    v = _mm256_dpbusd_epi32(v, u, y);
-#endif
+    v = simd::dpbusd(v, u, y);
   }
   /// The sums times the scales sc (Scales::sc's form).
   [[gnu::always_inline]] __m256i scaled(__m256i sc) const {
@@ -169,9 +165,10 @@ constexpr int step_of(int s) {
 }
 
 /// Rows in GGUF's layout: super-block i of register h's rows transposed into `out`.
-class PlainQ4K : public lanes8::PlainRows<BlockQ4_K> {
+class PlainQ4K : public lanes8::RowsInPlace<BlockQ4_K> {
  public:
-  using PlainRows::PlainRows;
+  using RowsInPlace::ask_ahead;
+  using RowsInPlace::RowsInPlace;
 
   /// Half h's d, dmin, scales and mins of super-block i.
   [[gnu::always_inline]] void scales(int64_t i, int h, Scales& out) const {
@@ -198,11 +195,15 @@ class PlainQ4K : public lanes8::PlainRows<BlockQ4_K> {
 
   /// Row 8 h + r's super-block i (rows past nw repeat the last).
   [[gnu::always_inline]] const BlockQ4_K& row(int64_t i, int h, int r) const {
-    return *reinterpret_cast<const BlockQ4_K*>(block_bytes(i) + offset(kRows * h + r));
+    return block(i, kRows * h + r);
   }
 
-  using PlainRows::ahead;
-  using PlainRows::ask_ahead;
+  /// The next tile's super-block i of row 8 h + r, for decode reading the rows one by one: a
+  /// super-block's 36 lines asked at once (ask_ahead) would fill the core's miss buffers.
+  [[gnu::always_inline]] void ask_row_ahead(int64_t i, int h, int r) const {
+    const uint8_t* next = ahead(i) + sizeof(BlockQ4_K) * (kRows * h + r);
+    for (int l = 0; l < 3; ++l) simd::prefetch_stream(next + 64 * l);
+  }
 };
 
 void pack_panel(int64_t k, const uint8_t* w, size_t ldw, int nw, uint8_t* panel) {
@@ -330,9 +331,9 @@ struct Panel {
 }
 
 /// One row's super-block against one activation super-block: lanes whose total is
-/// sum over j of sc_j (sub-block j's exact dot product). `sc` holds the row's stored scales.
+/// sum over j of sc_j (sub-block j's exact dot product), sc_j being lane r of half h of p.
 [[gnu::always_inline]] inline __m256i row_partials(const BlockQ4_K& b, const PackedQ8K& x,
-                                                   const int32_t (&sc)[8]) {
+                                                   const Scales& p, int h, int r) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256i t = _mm256_setzero_si256();
   for (int c = 0; c < 4; ++c) {
@@ -341,9 +342,10 @@ struct Panel {
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
     // Pairs of at most 2 * 15 * 128: vpmaddubsw does not saturate.
     t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load(x.qs + 64 * c)),
-                                              _mm256_set1_epi32(scale_pair(sc[2 * c]))));
-    t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load(x.qs + 64 * c + 32)),
-                                              _mm256_set1_epi32(scale_pair(sc[2 * c + 1]))));
+                                              _mm256_set1_epi32(scale_pair(p.sc[2 * c][h][r]))));
+    t = _mm256_add_epi32(t,
+                         _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load(x.qs + 64 * c + 32)),
+                                           _mm256_set1_epi32(scale_pair(p.sc[2 * c + 1][h][r]))));
   }
   return t;
 }
@@ -359,13 +361,8 @@ struct Plain {
         rows.scales(i, h, p);
         __m256i t[kRows];
         for (int r = 0; r < kRows; ++r) {
-          // The tile's next rows a few lines at a time: a super-block's 36 lines asked at once
-          // would fill the core's miss buffers.
-          const uint8_t* next = rows.ahead(i) + sizeof(BlockQ4_K) * (kRows * h + r);
-          for (int l = 0; l < 3; ++l) simd::prefetch_stream(next + 64 * l);
-          int32_t sc[8];
-          for (int j = 0; j < 8; ++j) sc[j] = p.sc[j][h][r];
-          t[r] = row_partials(rows.row(i, h, r), x[i], sc);
+          rows.ask_row_ahead(i, h, r);
+          t[r] = row_partials(rows.row(i, h, r), x[i], p, h, r);
         }
         add_sums(sum_lanes8(t), p, h, x[i], acc[h][0]);
       }

@@ -128,20 +128,20 @@ struct InPlace {
       }
       kquant::unroll<8>([&](auto g_c) [[gnu::always_inline]] {
         constexpr int kG = decltype(g_c)::value;
-        __m256i wq[NW], sc[NW];
         if constexpr (NA == 1) {
           // One activation row: its pairs less the weights-only pairs in int16 (both within
           // 2 * 255 * 32, their difference within 2 * 128 * 32), then one scaled sum; the same
-          // integer lanes as the weights-only lanes taken away after.
+          // integer lanes as the weights-only lanes taken away after (weights_only stays 0).
           const __m256i yq = load(y[0]->qs + 32 * kG);
           for (int r = 0; r < NW; ++r) {
-            wq[r] = row_levels<kG>(*x[r]);
+            const __m256i wq = row_levels<kG>(*x[r]);
             const __m256i pairs =
-                _mm256_sub_epi16(simd::pairs_u8_i8(yq, wq[r]), simd::pairs_u8_i8(flip, wq[r]));
+                _mm256_sub_epi16(simd::pairs_u8_i8(yq, wq), simd::pairs_u8_i8(flip, wq));
             isum[r][0] = simd::madd_acc(isum[r][0], pairs, group_scales<kG>(scales[r][kG / 4]));
           }
           return;
         }
+        __m256i wq[NW], sc[NW];
         for (int r = 0; r < NW; ++r) {
           wq[r] = row_levels<kG>(*x[r]);
           sc[r] = group_scales<kG>(scales[r][kG / 4]);

@@ -33,14 +33,24 @@ namespace strata::cpu::STRATA_KERNEL_NS::simd {
 
 #if defined(STRATA_CPU_AVX2)
 
+#if defined(STRATA_CPU_VNNI)
+/// acc + (int32 lane i: the sum of u[j] * y[j] over bytes j = 4i..4i+3), u unsigned, y signed:
+/// one vpdpbusd in whichever encoding the set has (EVEX with AVX-512 VNNI, else AVX-VNNI's VEX).
+[[gnu::always_inline]] inline __m256i dpbusd(__m256i acc, __m256i u, __m256i y) {
+#if defined(STRATA_CPU_AVX_VNNI)
+  return _mm256_dpbusd_avx_epi32(acc, u, y);
+#else
+  return _mm256_dpbusd_epi32(acc, u, y);
+#endif
+}
+#endif
+
 /// Eight int32 lanes, lane i the sum of u[j] * y[j] over bytes j = 4i..4i+3 (u unsigned, y
 /// signed). Without VNNI the pairs go through int16: |u[j] y[j] + u[j+1] y[j+1]| must stay
 /// below 2^15, which holds for every caller (u <= 128 with |y| <= 127, or u <= 63).
 inline __m256i dot_u8_i8(__m256i u, __m256i y) {
-#if defined(STRATA_CPU_AVX_VNNI)
-  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, y);
-#elif defined(STRATA_CPU_VNNI)
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
+#if defined(STRATA_CPU_VNNI)
+  return dpbusd(_mm256_setzero_si256(), u, y);
 #else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, y), _mm256_set1_epi16(1));
 #endif
