@@ -270,7 +270,8 @@ void register_all() {
   }
   for (const auto& [name, type] :
        {std::pair{"q4_0x16", Type::kQ4_0x16}, std::pair{"q4_kx16", Type::kQ4_Kx16},
-        std::pair{"q8_0x16", Type::kQ8_0x16}}) {
+        std::pair{"q8_0x16", Type::kQ8_0x16}, std::pair{"q5_k", Type::kQ5_K},
+        std::pair{"q6_k", Type::kQ6_K}}) {
     benchmark::RegisterBenchmark((std::string("DecodeChain/") + name).c_str(), BM_DecodeChain, type)
         ->Args({22, 5632})
         ->Args({2, 67584})

@@ -1,7 +1,6 @@
 // The activation layout of the packed mul_mat path (dot_packed.h) for q4_k, q5_k and q6_k
 // weights, used by the AVX-512 kernels (dot_packed_q4_k.cpp, dot_packed_q5_k.cpp,
-// dot_packed_q6_k.cpp) and the 256-bit q4_k and q6_k kernels (dot_packed_q4_k_lanes8.cpp,
-// dot_packed_q6_k_lanes8.cpp).
+// dot_packed_q6_k.cpp) and their 256-bit counterparts (dot_packed_q*_k_lanes8.cpp).
 //
 // Each super-block keeps core's q8_k rounding of the row, plus what every tile would otherwise
 // recompute for every weight row: the sums over each sub-block of 32 (for the mins of q4_k and
@@ -47,10 +46,11 @@ extern const PackedDot kPackedQ4_Kx16;  ///< q4_k rows regrouped at load (core::
 extern const PackedDot kPackedQ5_K;
 extern const PackedDot kPackedQ6_K;
 #elif defined(STRATA_CPU_AVX2)
-// The 256-bit q4_k and q6_k paths (dot_packed_q4_k_lanes8.cpp, dot_packed_q6_k_lanes8.cpp), with
-// the 512-bit ones' bits.
+// The 256-bit paths (dot_packed_q4_k_lanes8.cpp, dot_packed_q5_k_lanes8.cpp,
+// dot_packed_q6_k_lanes8.cpp), with the 512-bit ones' bits.
 extern const PackedDot kPackedQ4_K;
 extern const PackedDot kPackedQ4_Kx16;
+extern const PackedDot kPackedQ5_K;
 extern const PackedDot kPackedQ6_K;
 #endif
 

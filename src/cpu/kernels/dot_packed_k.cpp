@@ -47,6 +47,7 @@ const PackedDot* packed_dot_k(core::Type weight_type, int64_t k) {
   if (k % core::kQK_K != 0) return nullptr;
   if (weight_type == core::Type::kQ4_K) return &kPackedQ4_K;
   if (weight_type == core::Type::kQ4_Kx16) return &kPackedQ4_Kx16;
+  if (weight_type == core::Type::kQ5_K) return &kPackedQ5_K;
   if (weight_type == core::Type::kQ6_K) return &kPackedQ6_K;
 #else
   (void)weight_type;

@@ -149,7 +149,11 @@ Plan make_plan(const Tensor& dst) {
     // activation tiles over all of them, so each output row is written a run of lines at a
     // time rather than one line per row down a column, which missed the cache store by store.
     const size_t one = p.packed->panel_bytes(k);
-    size_t all = one * static_cast<size_t>(kMaxChunk / p.max_w);
+    // A chunk's last panel may be partial (max_w need not divide the chunk's rows).
+    const auto panels = [&](int64_t rows) {
+      return static_cast<size_t>((rows + p.max_w - 1) / p.max_w);
+    };
+    size_t all = one * panels(kMaxChunk);
     p.panels_outer = all <= kPanelsOuterBytes;
     // A narrow panel serves so few rows that a chunk's activation rows (up to 512 of them, past
     // L2) would come from L3 again for each one, the two cores' reads sharing it; walked
@@ -161,7 +165,7 @@ Plan make_plan(const Tensor& dst) {
     if (p.max_w < kNarrowPanelRows) {
       const auto fit = static_cast<int64_t>(std::max<size_t>(1, kNarrowPanelsBytes / one));
       p.max_chunk_rows = std::min<int64_t>(kMaxChunk, fit * p.max_w);
-      all = one * static_cast<size_t>(p.max_chunk_rows / p.max_w);
+      all = one * panels(p.max_chunk_rows);
       p.panels_outer = true;
     }
     p.per_thread = std::max(p.per_thread, p.panels_outer ? all : one);
