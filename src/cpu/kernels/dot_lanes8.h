@@ -96,6 +96,17 @@ struct BlockSums {
 #endif
 };
 
+/// Eight rows' lanes of partial sums (t[r] row r's) summed across lanes: lane r of the result is
+/// row r's total.
+[[gnu::always_inline]] inline __m256i sum_lanes8(const __m256i (&t)[kRows]) {
+  const __m256i a0 = _mm256_hadd_epi32(t[0], t[1]), a1 = _mm256_hadd_epi32(t[2], t[3]);
+  const __m256i a2 = _mm256_hadd_epi32(t[4], t[5]), a3 = _mm256_hadd_epi32(t[6], t[7]);
+  // b0: rows 0-3's sums of their low 128-bit halves, then of their high ones; b1: rows 4-7's.
+  const __m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20),
+                          _mm256_permute2x128_si256(b0, b1, 0x31));
+}
+
 /// The offset of a kind's levels above the values.
 constexpr int level_offset(Levels kind) {
 #if defined(STRATA_CPU_VNNI)
@@ -117,6 +128,18 @@ struct Tile {
       for (int c = 0; c < NA; ++c) acc[h][c] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < k / kBlock; ++b) {
+      if constexpr (NA == 1 && requires { Rows::kLoneRows; }) {
+        // One activation row, where the reader sums each row on its own (lone_sums): no
+        // transposes, the same exact sums and float steps.
+        const lanes::ActBlock& y = act(a, lda, 0, b);
+        __m256i exact[H];
+        rows.template lone_sums<H>(b, y, exact);
+        for (int h = 0; h < H; ++h) {
+          const __m256 scale = _mm256_mul_ps(rows.scales(b, h), _mm256_set1_ps(y.d));
+          acc[h][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact[h]), scale, acc[h][0]);
+        }
+        continue;
+      }
       rows.template prepare<H>(b, NA > 1);
       BlockSums<kLevels> sums[H][NA];
       for (int c = 0; c < NA; ++c) {

@@ -319,17 +319,6 @@ struct Panel {
   }
 };
 
-/// Eight rows' lanes of partial sums (t[r] row r's) summed across lanes: lane r of the result is
-/// row r's total.
-[[gnu::always_inline]] inline __m256i sum_lanes8(const __m256i (&t)[kRows]) {
-  const __m256i a0 = _mm256_hadd_epi32(t[0], t[1]), a1 = _mm256_hadd_epi32(t[2], t[3]);
-  const __m256i a2 = _mm256_hadd_epi32(t[4], t[5]), a3 = _mm256_hadd_epi32(t[6], t[7]);
-  // b0: rows 0-3's sums of their low 128-bit halves, then of their high ones; b1: rows 4-7's.
-  const __m256i b0 = _mm256_hadd_epi32(a0, a1), b1 = _mm256_hadd_epi32(a2, a3);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(b0, b1, 0x20),
-                          _mm256_permute2x128_si256(b0, b1, 0x31));
-}
-
 /// One row's super-block against one activation super-block: lanes whose total is
 /// sum over j of sc_j (sub-block j's exact dot product), sc_j being lane r of half h of p.
 [[gnu::always_inline]] inline __m256i row_partials(const BlockQ4_K& b, const PackedQ8K& x,
@@ -364,7 +353,7 @@ struct Plain {
           rows.ask_row_ahead(i, h, r);
           t[r] = row_partials(rows.row(i, h, r), x[i], p, h, r);
         }
-        add_sums(sum_lanes8(t), p, h, x[i], acc[h][0]);
+        add_sums(lanes8::sum_lanes8(t), p, h, x[i], acc[h][0]);
       }
     }
   }
