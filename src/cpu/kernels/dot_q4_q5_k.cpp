@@ -15,10 +15,11 @@
 // backend repacks q4_k matrices with a multiple of 8 rows (q4_K_8x8), whose kernels round per 64
 // elements for the rows of full groups of four in a batch and per super-block for the others.
 //
-// This file holds the plain q8_k path (AVX2 and portable): what builds without AVX-512 run, and
-// what the tile tests check. AVX-512 builds run mul_mat on the packed paths: for q5_k
-// dot_packed_q5_k.cpp, which gives the same bits; for q4_k dot_packed_q4_k.cpp, which keeps one
-// weight row per lane and sums in an order of its own.
+// This file holds the plain q8_k path (AVX2 and portable): what the scalar set runs and what the
+// tile tests check. Every SIMD set runs mul_mat and mul_mat_id on the packed paths: for q5_k
+// dot_packed_q5_k.cpp (AVX-512 VNNI) and dot_packed_q5_k_lanes8.cpp (the 256-bit sets), which give
+// the same bits; for q4_k dot_packed_q4_k.cpp and its lanes8 twin, which keep one weight row per
+// lane and sum in an order of their own.
 #include <cstring>
 
 #include "core/blocks.h"
