@@ -161,8 +161,8 @@ template <int NW, int NA, class Rows>
     rows.template ask_ahead<NW>(b);
     const PackedQ8K* y[NA];
     for (int c = 0; c < NA; ++c) y[c] = reinterpret_cast<const PackedQ8K*>(a + c * lda) + b;
-    // The activations' sub-block sums: rows 0 and 1 in sums01's halves, 2 and 3 in sums23's;
-    // and -y.d in the lanes where each row's M lands.
+    // The activations' sub-block sums: activation rows 0 and 1 in sums01's halves, 2 and 3 in
+    // sums23's; and -y.d in the lanes where each activation row's M lands.
     const auto sums = [&](int c) {
       return c < NA ? _mm_load_si128(reinterpret_cast<const __m128i*>(y[c]->sums))
                     : _mm_setzero_si128();
