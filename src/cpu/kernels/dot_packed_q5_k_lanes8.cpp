@@ -143,8 +143,8 @@ struct RowsInPanel {
   [[gnu::always_inline]] Row row(int r, int64_t b) const { return Row{panel + b * kMaxW + r}; }
 };
 
-/// Activation row c's lane in a register of mins' sums (walk's `m`): c 0 and 2 in lanes 0 and 1,
-/// c 1 and 3 in lanes 4 and 5.
+/// Activation row c's lane in a register of mins' sums (walk's `m` and `neg_yd`): c 0 and 2 in
+/// lanes 0 and 1, c 1 and 3 in lanes 4 and 5.
 constexpr int kMinsLane[4] = {0, 4, 1, 5};
 
 template <int NW, int NA, class Rows>
@@ -169,9 +169,8 @@ template <int NW, int NA, class Rows>
     };
     const __m256i sums01 = _mm256_set_m128i(sums(1), sums(0));
     const __m256i sums23 = _mm256_set_m128i(sums(3), sums(2));
-    alignas(32) float neg_yd_lanes[8] = {};
-    for (int c = 0; c < NA; ++c) neg_yd_lanes[kMinsLane[c]] = y[c]->neg_d;
-    const __m256 neg_yd = _mm256_load_ps(neg_yd_lanes);
+    const auto neg_d = [&](int c) { return c < NA ? y[c]->neg_d : 0.0f; };
+    const __m256 neg_yd = _mm256_setr_ps(neg_d(0), neg_d(2), 0, 0, neg_d(1), neg_d(3), 0, 0);
 
     typename Rows::Row row[NW];
     for (int r = 0; r < NW; ++r) row[r] = rows.row(r, b);
